@@ -1,0 +1,150 @@
+//! `perflab run`: run (or resume) an experiment, store it, print the summary.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use perflab_lab::runner::{self, RunOptions};
+use perflab_lab::summary::summarize_run;
+use perflab_lab::Experiment;
+use perflab_store::{RunStatus, Store};
+
+use crate::exit::{self, InvalidInput};
+use crate::progress::Progress;
+use crate::Global;
+
+/// Run an experiment: its matrix × repetitions, stored trial by trial, then the summary.
+///
+/// Examples:
+///   perflab run examples/compress.toml
+///   perflab run examples/compress.toml --json > summary.json
+///   perflab run --resume 3                 # finish an interrupted run, same id
+///   perflab run --resume 3 --retry-failed  # ... and re-run its failed trials
+///
+/// Ctrl-C stops the current trial, keeps every finished one and exits 130; a second
+/// Ctrl-C kills at once.
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct RunArgs {
+    /// The experiment file (TOML; see docs/experiment-file.md).
+    #[arg(required_unless_present = "resume", conflicts_with = "resume")]
+    file: Option<PathBuf>,
+
+    /// Resume a stored run: run every (config, repetition) without a successful trial.
+    #[arg(long, value_name = "RUN_ID")]
+    resume: Option<i64>,
+
+    /// With --resume: re-run failed trials too.
+    #[arg(long, requires = "resume")]
+    retry_failed: bool,
+
+    /// Confidence level of the printed intervals.
+    #[arg(long, default_value_t = 0.95, value_parser = crate::commands::show::parse_confidence)]
+    confidence: f64,
+
+    /// Print the summary as JSON (the `show --json` contract) instead of a table.
+    #[arg(long)]
+    json: bool,
+
+    /// Check the file and print the plan without running anything.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+pub fn run(g: &Global, a: &RunArgs) -> anyhow::Result<ExitCode> {
+    let store_err = || format!("cannot open the store {}", g.store.display());
+    let (exp, store) = match (a.resume, &a.file) {
+        (Some(id), _) => {
+            let store = Store::open(&g.store).with_context(store_err)?;
+            let row = store.run(id)?;
+            let text = row.file_text.clone().ok_or_else(|| {
+                InvalidInput(format!(
+                    "run {id} is a {} run, not an experiment: it cannot be resumed",
+                    row.kind
+                ))
+            })?;
+            if row.kind != "experiment" {
+                return Err(InvalidInput(format!(
+                    "run {id} is a {} run; only experiment runs can be resumed",
+                    row.kind
+                ))
+                .into());
+            }
+            let path = PathBuf::from(
+                row.file_path
+                    .clone()
+                    .unwrap_or_else(|| format!("run-{id}.toml")),
+            );
+            (Experiment::parse(&path, &text)?, store)
+        }
+        (None, Some(file)) => {
+            let exp = Experiment::from_path(file)?;
+            if a.dry_run {
+                print_plan(&exp);
+                return Ok(ExitCode::SUCCESS);
+            }
+            (exp, Store::open(&g.store).with_context(store_err)?)
+        }
+        (None, None) => {
+            return Err(InvalidInput("give an experiment file or --resume RUN_ID".into()).into())
+        }
+    };
+    let flag = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
+    let progress = Progress::new(g.quiet);
+    let outcome = runner::run(
+        &exp,
+        &store,
+        &RunOptions {
+            resume: a.resume,
+            retry_failed: a.retry_failed,
+        },
+        flag,
+        &progress,
+    )?;
+    progress.finish();
+    let summary = summarize_run(&store, outcome.run_id, a.confidence)?;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&crate::commands::show::json(&store, &summary)?)?
+        );
+    } else {
+        println!(
+            "run {} · {} · {} trials ok, {} failed · store {}",
+            outcome.run_id,
+            exp.name,
+            outcome.trials_ok,
+            outcome.trials_failed,
+            g.store.display()
+        );
+        println!("{}", crate::format::summary_table(&summary));
+    }
+    Ok(ExitCode::from(match outcome.status {
+        RunStatus::Interrupted => {
+            eprintln!(
+                "interrupted: {} finished trials are kept; finish with `perflab run --resume {}`",
+                outcome.trials_ok + outcome.trials_failed,
+                outcome.run_id
+            );
+            exit::INTERRUPTED
+        }
+        RunStatus::CompleteWithFailures | RunStatus::Failed => exit::FAILURES,
+        _ => exit::OK,
+    }))
+}
+
+fn print_plan(exp: &Experiment) {
+    let configs = perflab_lab::plan::configs(exp);
+    println!(
+        "{}: {} config(s) × {} repetition(s) = {} trials (+ {} warm-up), order {}",
+        exp.name,
+        configs.len(),
+        exp.repetitions,
+        configs.len() * exp.repetitions as usize,
+        configs.len() * exp.warmup as usize,
+        exp.order.as_str()
+    );
+    for c in configs {
+        println!("  {}", c.label());
+    }
+}

@@ -1,0 +1,59 @@
+//! Exit codes (DESIGN.md) and the mapping from errors to them.
+
+use std::process::ExitCode;
+
+pub const OK: u8 = 0;
+pub const ERROR: u8 = 1;
+pub const USAGE: u8 = 2;
+#[allow(dead_code)]
+pub const GATE_FAILED: u8 = 3;
+pub const FAILURES: u8 = 4;
+#[allow(dead_code)]
+pub const CRITICAL: u8 = 5;
+pub const INTERRUPTED: u8 = 130;
+
+/// An error that means the input was wrong (exit 2), not that running failed.
+#[derive(Debug)]
+pub struct InvalidInput(pub String);
+
+impl std::fmt::Display for InvalidInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InvalidInput {}
+
+/// Exit code for an error that reached `main`.
+pub fn code_for(e: &anyhow::Error) -> ExitCode {
+    let usage = e.chain().any(|c| {
+        c.is::<InvalidInput>()
+            || c.is::<perflab_lab::FileError>()
+            || matches!(
+                c.downcast_ref::<perflab_store::StoreError>(),
+                Some(perflab_store::StoreError::NoSuchRun(_))
+            )
+    });
+    ExitCode::from(if usage { USAGE } else { ERROR })
+}
+
+/// A hint naming the flag or file to fix, when there is an obvious one.
+pub fn hint_for(e: &anyhow::Error) -> Option<String> {
+    for c in e.chain() {
+        if let Some(perflab_store::StoreError::Empty) = c.downcast_ref() {
+            return Some(
+                "run an experiment first: perflab run EXPERIMENT.toml (or pass --store PATH)"
+                    .into(),
+            );
+        }
+        if let Some(perflab_store::StoreError::NoSuchRun(_)) = c.downcast_ref() {
+            return Some("`perflab runs` lists the stored runs".into());
+        }
+        if c.downcast_ref::<perflab_lab::FileError>().is_some() {
+            return Some(
+                "the experiment file format is described in docs/experiment-file.md".into(),
+            );
+        }
+    }
+    None
+}

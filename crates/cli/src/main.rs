@@ -1,0 +1,96 @@
+//! `perflab`: the command-line front of the lab. Thin by design: it parses arguments,
+//! calls the libraries, prints. Errors are printed once, here, as
+//! `error: <what> — <context>`, and mapped to the exit codes documented in `--help`.
+
+mod commands;
+mod exit;
+mod format;
+mod progress;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0    ok
+  1    error (could not run)
+  2    usage or invalid input (bad flag, malformed experiment file)
+  3    a gate failed (regression or threshold)
+  4    finished with failures (some trials, some requests, doctor warnings)
+  5    doctor found something critical
+  130  interrupted (finished work is kept in the store)";
+
+/// perflab — a performance lab for Linux servers: drive load, watch the system,
+/// and turn repeated measurements into statistics you can trust.
+#[derive(Debug, Parser)]
+#[command(name = "perflab", version, after_help = EXIT_CODES, max_term_width = 100)]
+pub struct Cli {
+    /// Results store (SQLite).
+    #[arg(
+        long,
+        global = true,
+        env = "PERFLAB_STORE",
+        default_value = ".perflab/results.db",
+        value_name = "PATH"
+    )]
+    store: PathBuf,
+
+    /// No progress output on stderr.
+    #[arg(long, short = 'q', global = true)]
+    quiet: bool,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Run(commands::run::RunArgs),
+    Runs(commands::runs::RunsArgs),
+    Show(commands::show::ShowArgs),
+    Serve(commands::serve::ServeArgs),
+    Http(commands::http::HttpArgs),
+    Completions(commands::completions::CompletionsArgs),
+}
+
+/// Options every command sees.
+pub struct Global {
+    pub store: PathBuf,
+    pub quiet: bool,
+}
+
+fn run() -> anyhow::Result<ExitCode> {
+    let cli = Cli::parse();
+    let g = Global {
+        store: cli.store,
+        quiet: cli.quiet,
+    };
+    match &cli.command {
+        Command::Run(a) => commands::run::run(&g, a),
+        Command::Runs(a) => commands::runs::run(&g, a),
+        Command::Show(a) => commands::show::run(&g, a),
+        Command::Serve(a) => commands::serve::run(a),
+        Command::Http(a) => commands::http::run(a),
+        Command::Completions(a) => commands::completions::run(a),
+    }
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(code) => code,
+        Err(e) => {
+            let code = exit::code_for(&e);
+            let mut msg = format!("error: {e}");
+            for cause in e.chain().skip(1) {
+                msg.push_str(&format!(" — {cause}"));
+            }
+            eprintln!("{msg}");
+            if let Some(hint) = exit::hint_for(&e) {
+                eprintln!("hint: {hint}");
+            }
+            code
+        }
+    }
+}

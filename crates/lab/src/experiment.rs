@@ -1,0 +1,656 @@
+//! Experiment files: read, check everything, and produce an [`Experiment`] — or a
+//! [`FileError`] with file, line and column. Nothing runs from a file that did not
+//! check out. The format is documented in `docs/experiment-file.md`.
+//!
+//! Parsing is two-pass: a lenient pass reads `workload.kind`, then the whole file is
+//! read strictly with the structure of that kind, so every error carries the span the
+//! TOML parser knows.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use perflab_workloads::command::Leftovers;
+use perflab_workloads::cpuset::CpuSet;
+use perflab_workloads::metrics::{MetricSpec, Source};
+use toml::Spanned;
+
+use crate::error::{FileError, Locator};
+use crate::raw::*;
+use crate::template::{Template, BUILTINS};
+
+/// How trials are ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    Interleaved,
+    Random,
+    Sequential,
+}
+
+impl Order {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Order::Interleaved => "interleaved",
+            Order::Random => "random",
+            Order::Sequential => "sequential",
+        }
+    }
+}
+
+/// One matrix parameter and its values, in file order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Param {
+    pub name: String,
+    pub values: Vec<serde_json::Value>,
+}
+
+/// The service under test.
+#[derive(Debug, Clone)]
+pub struct ServiceSpec {
+    pub command: Template,
+    pub shell: bool,
+    pub files: Vec<(String, Template)>,
+    pub cpus: Option<CpuSet>,
+    pub env: Vec<(String, Template)>,
+    pub cwd: Option<Template>,
+    pub ready: Ready,
+    pub ready_timeout: Duration,
+    pub stop_signal: i32,
+    pub grace: Duration,
+}
+
+/// How to tell the service is ready.
+#[derive(Debug, Clone)]
+pub enum Ready {
+    /// Started is ready.
+    Started,
+    Tcp(Template),
+    Http(Template),
+    Log(regex::Regex),
+}
+
+/// The `command` workload, before rendering.
+#[derive(Debug, Clone)]
+pub struct CommandSpec {
+    pub command: Template,
+    pub shell: bool,
+    pub env: Vec<(String, Template)>,
+    pub cwd: Option<Template>,
+    pub allow_failure: bool,
+    pub leftovers: Leftovers,
+    pub metrics: Vec<MetricSpec>,
+}
+
+/// What each trial runs.
+#[derive(Debug, Clone)]
+pub enum WorkloadSpec {
+    Command(CommandSpec),
+}
+
+/// A checked experiment.
+#[derive(Debug, Clone)]
+pub struct Experiment {
+    pub name: String,
+    pub description: Option<String>,
+    pub path: PathBuf,
+    /// The file, verbatim (stored with the run; `--resume` re-reads it from the store).
+    pub text: String,
+    pub repetitions: u32,
+    pub warmup: u32,
+    pub order: Order,
+    pub seed: Option<u64>,
+    pub timeout: Option<Duration>,
+    pub cpus: Option<CpuSet>,
+    pub prepare: Option<Template>,
+    pub cleanup: Option<Template>,
+    pub setup: Option<Template>,
+    pub teardown: Option<Template>,
+    pub matrix: Vec<Param>,
+    pub service: Option<ServiceSpec>,
+    pub workload: WorkloadSpec,
+}
+
+impl Experiment {
+    /// Reads and checks an experiment file.
+    pub fn from_path(path: &Path) -> Result<Experiment, FileError> {
+        let text = std::fs::read_to_string(path).map_err(|e| FileError {
+            path: path.to_path_buf(),
+            line: None,
+            column: None,
+            message: format!("cannot read the experiment file: {e}"),
+        })?;
+        Experiment::parse(path, &text)
+    }
+
+    /// Checks an experiment given as text (`path` is used in messages).
+    pub fn parse(path: &Path, text: &str) -> Result<Experiment, FileError> {
+        let loc = Locator { path, text };
+        let probe: KindProbe = toml::from_str(text).map_err(|e| toml_error(&loc, &e))?;
+        let kind = probe
+            .workload
+            .ok_or_else(|| loc.nowhere("missing [workload] table (what each trial runs)"))?
+            .kind
+            .ok_or_else(|| loc.nowhere("missing workload.kind: expected kind = \"command\""))?;
+        match kind.get_ref().as_str() {
+            "command" => {
+                let raw: RawFile<RawCommandWorkload> =
+                    toml::from_str(text).map_err(|e| toml_error(&loc, &e))?;
+                build(&loc, raw, |c, w| {
+                    Ok(WorkloadSpec::Command(command_spec(c, w)?))
+                })
+            }
+            other => Err(loc.at(
+                kind.span().start,
+                format!("unknown workload kind {other:?}: expected \"command\""),
+            )),
+        }
+    }
+
+    /// Number of configurations (points of the matrix).
+    pub fn config_count(&self) -> usize {
+        self.matrix.iter().map(|p| p.values.len()).product()
+    }
+}
+
+fn toml_error(loc: &Locator, e: &toml::de::Error) -> FileError {
+    let msg = e.message().trim().to_string();
+    match e.span() {
+        Some(span) => loc.at(span.start, msg),
+        None => loc.nowhere(msg),
+    }
+}
+
+/// Shared checking context: the file and the names placeholders may use.
+pub(crate) struct Checker<'a> {
+    pub loc: Locator<'a>,
+    pub names: Vec<String>,
+}
+
+impl Checker<'_> {
+    pub fn template(&self, s: &SStr) -> Result<Template, FileError> {
+        let known = |n: &str| BUILTINS.contains(&n) || self.names.iter().any(|m| m == n);
+        Template::parse(s.get_ref(), &known).map_err(|u| {
+            let at = self.loc.inside_string(s.span(), s.get_ref(), u.offset);
+            let mut known: Vec<&str> = self.names.iter().map(|s| s.as_str()).collect();
+            known.extend(BUILTINS);
+            self.loc.at(
+                at,
+                format!(
+                    "unknown placeholder {{{}}}: expected a matrix parameter or a built-in ({}); write {{{{ for a literal brace",
+                    u.name,
+                    known.join(", ")
+                ),
+            )
+        })
+    }
+
+    pub fn command(&self, s: &SStr, shell: bool) -> Result<Template, FileError> {
+        if s.get_ref().trim().is_empty() {
+            return Err(self.loc.at(s.span().start, "empty command"));
+        }
+        if !shell && shlex::split(s.get_ref()).is_none() {
+            return Err(self.loc.at(
+                s.span().start,
+                "unbalanced quotes in the command (it is split like a shell splits words; set shell = true to run it with sh -c)",
+            ));
+        }
+        self.template(s)
+    }
+
+    pub fn duration(&self, s: &SStr) -> Result<Duration, FileError> {
+        let d = humantime::parse_duration(s.get_ref().trim()).map_err(|e| {
+            self.loc.at(
+                s.span().start,
+                format!(
+                    "bad duration {:?} ({e}): expected e.g. \"30s\", \"500ms\", \"2m\"",
+                    s.get_ref()
+                ),
+            )
+        })?;
+        if d.is_zero() {
+            return Err(self
+                .loc
+                .at(s.span().start, "duration must be greater than zero"));
+        }
+        Ok(d)
+    }
+
+    pub fn cpus(&self, s: &SStr) -> Result<CpuSet, FileError> {
+        let set = CpuSet::parse(s.get_ref()).map_err(|e| self.loc.at(s.span().start, e))?;
+        set.check_online()
+            .map_err(|e| self.loc.at(s.span().start, e))?;
+        Ok(set)
+    }
+
+    pub fn env(
+        &self,
+        env: &std::collections::BTreeMap<String, SStr>,
+    ) -> Result<Vec<(String, Template)>, FileError> {
+        env.iter()
+            .map(|(k, v)| Ok((k.clone(), self.template(v)?)))
+            .collect()
+    }
+}
+
+fn build<W>(
+    loc: &Locator,
+    raw: RawFile<W>,
+    workload: impl FnOnce(&Checker, W) -> Result<WorkloadSpec, FileError>,
+) -> Result<Experiment, FileError> {
+    let matrix = matrix(loc, raw.matrix.unwrap_or_default())?;
+    let c = Checker {
+        loc: Locator {
+            path: loc.path,
+            text: loc.text,
+        },
+        names: matrix.iter().map(|p| p.name.clone()).collect(),
+    };
+    let e = raw.experiment;
+    let positive = |v: &Option<Spanned<i64>>, what: &str, default: u32, min: i64| match v {
+        None => Ok(default),
+        Some(s) if *s.get_ref() < min || *s.get_ref() > 100_000 => Err(loc.at(
+            s.span().start,
+            format!(
+                "{what} must be an integer from {min} to 100000, found {}",
+                s.get_ref()
+            ),
+        )),
+        Some(s) => Ok(*s.get_ref() as u32),
+    };
+    let order = match &e.order {
+        None => Order::Interleaved,
+        Some(o) => match o.get_ref().as_str() {
+            "interleaved" => Order::Interleaved,
+            "random" => Order::Random,
+            "sequential" => Order::Sequential,
+            other => {
+                return Err(loc.at(
+                    o.span().start,
+                    format!("unknown order {other:?}: expected \"interleaved\", \"random\" or \"sequential\""),
+                ))
+            }
+        },
+    };
+    let seed = match &e.seed {
+        Some(s) if *s.get_ref() < 0 => {
+            return Err(loc.at(s.span().start, "seed must be a non-negative integer"))
+        }
+        Some(s) => Some(*s.get_ref() as u64),
+        None => None,
+    };
+    let name = match &e.name {
+        Some(n) if n.get_ref().trim().is_empty() => {
+            return Err(loc.at(n.span().start, "experiment name is empty"))
+        }
+        Some(n) => n.get_ref().clone(),
+        None => loc
+            .path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "experiment".into()),
+    };
+    let opt_t = |s: &Option<SStr>| s.as_ref().map(|s| c.command(s, true)).transpose();
+    let service = raw.service.map(|s| service(&c, s)).transpose()?;
+    let workload = workload(&c, raw.workload)?;
+    Ok(Experiment {
+        name,
+        description: e.description.clone(),
+        path: loc.path.to_path_buf(),
+        text: loc.text.to_string(),
+        repetitions: positive(&e.repetitions, "repetitions", 5, 1)?,
+        warmup: positive(&e.warmup, "warmup", 1, 0)?,
+        order,
+        seed,
+        timeout: e.timeout.as_ref().map(|t| c.duration(t)).transpose()?,
+        cpus: e.cpus.as_ref().map(|s| c.cpus(s)).transpose()?,
+        prepare: opt_t(&e.prepare)?,
+        cleanup: opt_t(&e.cleanup)?,
+        setup: opt_t(&e.setup)?,
+        teardown: opt_t(&e.teardown)?,
+        matrix,
+        service,
+        workload,
+    })
+}
+
+fn matrix(loc: &Locator, raw: RawMatrix) -> Result<Vec<Param>, FileError> {
+    let mut out: Vec<Param> = Vec::new();
+    for (key, value) in raw.0 {
+        let name = key.get_ref().clone();
+        let at = value.span().start;
+        if !crate::template::is_ident(&name) {
+            return Err(loc.at(
+                key.span().start,
+                format!("matrix parameter {name:?} is not a valid name: expected letters, digits and _ (not starting with a digit)"),
+            ));
+        }
+        if BUILTINS.contains(&name.as_str()) {
+            return Err(loc.at(
+                key.span().start,
+                format!(
+                    "matrix parameter {name:?} clashes with the built-in placeholder of that name"
+                ),
+            ));
+        }
+        let values = match value.get_ref() {
+            toml::Value::Array(a) => scalars(loc, at, &name, a)?,
+            toml::Value::Table(t) => {
+                if let Some(v) = t.get("values") {
+                    if t.len() != 1 {
+                        return Err(loc.at(at, format!("matrix parameter {name:?}: {{ values = [...] }} takes no other keys")));
+                    }
+                    match v {
+                        toml::Value::Array(a) => scalars(loc, at, &name, a)?,
+                        _ => return Err(loc.at(at, format!("matrix parameter {name:?}: values must be a list"))),
+                    }
+                } else {
+                    range(loc, at, &name, t)?
+                }
+            }
+            other => {
+                return Err(loc.at(
+                    at,
+                    format!(
+                        "matrix parameter {name:?} is a {}: expected a list of values, {{ from = 1, to = 8, step = 1 }} or {{ values = [...] }}",
+                        other.type_str()
+                    ),
+                ))
+            }
+        };
+        out.push(Param { name, values });
+    }
+    Ok(out)
+}
+
+fn scalars(
+    loc: &Locator,
+    at: usize,
+    name: &str,
+    a: &[toml::Value],
+) -> Result<Vec<serde_json::Value>, FileError> {
+    if a.is_empty() {
+        return Err(loc.at(
+            at,
+            format!("matrix parameter {name:?} has an empty list of values: give at least one"),
+        ));
+    }
+    let mut out = Vec::new();
+    for v in a {
+        let j = match v {
+            toml::Value::String(s) => serde_json::Value::from(s.clone()),
+            toml::Value::Integer(i) => serde_json::Value::from(*i),
+            toml::Value::Float(f) if f.is_finite() => serde_json::Value::from(*f),
+            toml::Value::Boolean(b) => serde_json::Value::from(*b),
+            other => {
+                return Err(loc.at(
+                    at,
+                    format!("matrix parameter {name:?}: values must be strings, numbers or booleans, found a {}", other.type_str()),
+                ))
+            }
+        };
+        if out.contains(&j) {
+            return Err(loc.at(
+                at,
+                format!("matrix parameter {name:?} lists the value {j} twice"),
+            ));
+        }
+        out.push(j);
+    }
+    Ok(out)
+}
+
+fn range(
+    loc: &Locator,
+    at: usize,
+    name: &str,
+    t: &toml::Table,
+) -> Result<Vec<serde_json::Value>, FileError> {
+    let expected = "expected { from = 1, to = 8, step = 1 } (step optional, default 1)";
+    for k in t.keys() {
+        if !matches!(k.as_str(), "from" | "to" | "step") {
+            return Err(loc.at(
+                at,
+                format!("matrix parameter {name:?}: unknown key {k:?} in range; {expected}"),
+            ));
+        }
+    }
+    let num = |k: &str| -> Result<Option<f64>, FileError> {
+        match t.get(k) {
+            None => Ok(None),
+            Some(toml::Value::Integer(i)) => Ok(Some(*i as f64)),
+            Some(toml::Value::Float(f)) => Ok(Some(*f)),
+            Some(_) => Err(loc.at(
+                at,
+                format!("matrix parameter {name:?}: {k} must be a number; {expected}"),
+            )),
+        }
+    };
+    let (Some(from), Some(to)) = (num("from")?, num("to")?) else {
+        return Err(loc.at(
+            at,
+            format!("matrix parameter {name:?}: range needs from and to; {expected}"),
+        ));
+    };
+    let step = num("step")?.unwrap_or(1.0);
+    if step <= 0.0 || !step.is_finite() {
+        return Err(loc.at(
+            at,
+            format!("matrix parameter {name:?}: step must be positive, found {step}"),
+        ));
+    }
+    if from > to {
+        return Err(loc.at(
+            at,
+            format!("matrix parameter {name:?}: range runs backwards (from {from} > to {to})"),
+        ));
+    }
+    let count = ((to - from) / step + 1e-9).floor() as usize + 1;
+    if count > 10_000 {
+        return Err(loc.at(
+            at,
+            format!("matrix parameter {name:?}: range has {count} values, more than 10000"),
+        ));
+    }
+    let ints = [t.get("from"), t.get("to"), t.get("step")]
+        .iter()
+        .all(|v| !matches!(v, Some(toml::Value::Float(_))));
+    Ok((0..count)
+        .map(|i| {
+            let v = from + step * i as f64;
+            if ints {
+                serde_json::Value::from(v.round() as i64)
+            } else {
+                serde_json::Value::from((v * 1e12).round() / 1e12)
+            }
+        })
+        .collect())
+}
+
+fn service(c: &Checker, s: RawService) -> Result<ServiceSpec, FileError> {
+    let ready_timeout = s
+        .ready
+        .as_ref()
+        .and_then(|r| r.timeout.as_ref())
+        .map(|t| c.duration(t))
+        .transpose()?
+        .unwrap_or(Duration::from_secs(10));
+    let ready = match s.ready {
+        None => Ready::Started,
+        Some(r) => {
+            let n = [r.tcp.is_some(), r.http.is_some(), r.log.is_some()]
+                .iter()
+                .filter(|b| **b)
+                .count();
+            if n > 1 {
+                let at = r
+                    .tcp
+                    .as_ref()
+                    .or(r.http.as_ref())
+                    .map(|s| s.span().start)
+                    .unwrap_or(0);
+                return Err(c.loc.at(
+                    at,
+                    "service.ready takes one of tcp, http or log, not several",
+                ));
+            }
+            if let Some(t) = &r.tcp {
+                Ready::Tcp(c.template(t)?)
+            } else if let Some(h) = &r.http {
+                Ready::Http(c.template(h)?)
+            } else if let Some(l) = &r.log {
+                Ready::Log(regex::Regex::new(l.get_ref()).map_err(|e| {
+                    c.loc
+                        .at(l.span().start, format!("bad ready.log regex: {e}"))
+                })?)
+            } else {
+                Ready::Started
+            }
+        }
+    };
+    let stop_signal = match &s.stop_signal {
+        None => libc::SIGTERM,
+        Some(sig) => signal_number(sig.get_ref()).ok_or_else(|| {
+            c.loc.at(
+                sig.span().start,
+                format!(
+                    "unknown signal {:?}: expected TERM, INT, QUIT, HUP, USR1, USR2 or KILL",
+                    sig.get_ref()
+                ),
+            )
+        })?,
+    };
+    let files = s
+        .files
+        .iter()
+        .map(|(name, body)| {
+            if name.contains('/') || name.starts_with('.') || name.is_empty() {
+                return Err(c.loc.at(
+                    body.span().start,
+                    format!("service file name {name:?} must be a plain file name (it is written into the run directory)"),
+                ));
+            }
+            Ok((name.clone(), c.template(body)?))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(ServiceSpec {
+        command: c.command(&s.command, s.shell)?,
+        shell: s.shell,
+        files,
+        cpus: s.cpus.as_ref().map(|x| c.cpus(x)).transpose()?,
+        env: c.env(&s.env)?,
+        cwd: s.cwd.as_ref().map(|x| c.template(x)).transpose()?,
+        ready,
+        ready_timeout,
+        stop_signal,
+        grace: s
+            .grace
+            .as_ref()
+            .map(|g| c.duration(g))
+            .transpose()?
+            .unwrap_or(Duration::from_secs(5)),
+    })
+}
+
+/// Signal number for a name like `TERM` or `SIGTERM`.
+pub fn signal_number(name: &str) -> Option<i32> {
+    Some(match name.trim().trim_start_matches("SIG") {
+        "TERM" => libc::SIGTERM,
+        "INT" => libc::SIGINT,
+        "QUIT" => libc::SIGQUIT,
+        "HUP" => libc::SIGHUP,
+        "USR1" => libc::SIGUSR1,
+        "USR2" => libc::SIGUSR2,
+        "KILL" => libc::SIGKILL,
+        _ => return None,
+    })
+}
+
+fn command_spec(c: &Checker, w: RawCommandWorkload) -> Result<CommandSpec, FileError> {
+    let leftovers = match &w.leftovers {
+        None => Leftovers::Wait,
+        Some(l) => match l.get_ref().as_str() {
+            "wait" => Leftovers::Wait,
+            "kill" => Leftovers::Kill,
+            other => {
+                return Err(c.loc.at(
+                    l.span().start,
+                    format!("unknown leftovers {other:?}: expected \"wait\" or \"kill\""),
+                ))
+            }
+        },
+    };
+    let mut metrics = Vec::new();
+    for (name, m) in w.metrics.0 {
+        let at = m.span().start;
+        let m = m.into_inner();
+        let better = match &m.better {
+            None => "higher".to_string(),
+            Some(b) if matches!(b.get_ref().as_str(), "higher" | "lower") => b.get_ref().clone(),
+            Some(b) => {
+                return Err(c.loc.at(
+                    b.span().start,
+                    format!(
+                        "better must be \"higher\" or \"lower\", found {:?}",
+                        b.get_ref()
+                    ),
+                ))
+            }
+        };
+        let source = match (&m.regex, &m.json) {
+            (Some(r), None) => {
+                let re = regex::Regex::new(r.get_ref()).map_err(|e| {
+                    c.loc.at(
+                        r.span().start,
+                        format!("bad regex for metric {:?}: {e}", name.get_ref()),
+                    )
+                })?;
+                if re.captures_len() < 2 {
+                    return Err(c.loc.at(
+                        r.span().start,
+                        format!("regex for metric {:?} has no capture group: put the number in parentheses", name.get_ref()),
+                    ));
+                }
+                Source::Regex(re)
+            }
+            (None, Some(j)) => Source::Json(j.get_ref().clone()),
+            _ => return Err(c.loc.at(
+                at,
+                format!(
+                    "metric {:?} needs exactly one of regex = \"...\" or json = \"path.to.field\"",
+                    name.get_ref()
+                ),
+            )),
+        };
+        if [
+            "wall_s",
+            "user_s",
+            "sys_s",
+            "peak_rss_bytes",
+            "max_process_rss_bytes",
+        ]
+        .contains(&name.get_ref().as_str())
+        {
+            return Err(c.loc.at(
+                name.span().start,
+                format!(
+                    "metric name {:?} is recorded by perflab itself: choose another name",
+                    name.get_ref()
+                ),
+            ));
+        }
+        metrics.push(MetricSpec {
+            name: name.get_ref().clone(),
+            unit: m.unit.unwrap_or_default(),
+            better,
+            source,
+        });
+    }
+    Ok(CommandSpec {
+        command: c.command(&w.command, w.shell)?,
+        shell: w.shell,
+        env: c.env(&w.env)?,
+        cwd: w.cwd.as_ref().map(|x| c.template(x)).transpose()?,
+        allow_failure: w.allow_failure,
+        leftovers,
+        metrics,
+    })
+}

@@ -1,0 +1,18 @@
+//! perflab-lab: experiment files → plans → trials → the store.
+//!
+//! The runner owns the lifecycle of a trial (service, prepare, workload, cleanup,
+//! record); workloads only measure. See DESIGN.md for the data flow.
+
+pub mod env;
+pub mod error;
+pub mod experiment;
+pub mod plan;
+mod raw;
+pub mod runner;
+pub mod service;
+pub mod signals;
+pub mod summary;
+pub mod template;
+
+pub use error::FileError;
+pub use experiment::Experiment;

@@ -1,0 +1,251 @@
+//! The plan: configurations (the matrix's cartesian product) × repetitions, in an
+//! order that keeps machine drift from looking like a difference.
+//!
+//! `interleaved` runs A B C A B C …; `random` shuffles all recorded trials with a
+//! seeded generator; `sequential` runs all of A, then all of B (allowed, warned about).
+//! Warm-up trials (unrecorded) come first, one round per warm-up, interleaved.
+//! The shuffle uses SplitMix64 + Fisher–Yates written here rather than `rand` so a
+//! stored seed rebuilds the same plan in every future version (`--resume` relies on it).
+
+use std::collections::BTreeMap;
+
+use crate::experiment::{Experiment, Order};
+
+/// One point of the matrix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// 0-based position in the cartesian product (file order, first parameter slowest).
+    pub ordinal: u32,
+    pub params: Vec<(String, serde_json::Value)>,
+}
+
+impl Config {
+    /// `k=v,k=v` (the form `compare RUN:k=v` takes), or `-` without parameters.
+    pub fn label(&self) -> String {
+        if self.params.is_empty() {
+            return "-".into();
+        }
+        self.params
+            .iter()
+            .map(|(k, v)| format!("{k}={}", value_text(v)))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Parameters as the store keeps them.
+    pub fn params_map(&self) -> BTreeMap<String, serde_json::Value> {
+        self.params.iter().cloned().collect()
+    }
+}
+
+/// A parameter value as it is substituted into templates.
+pub fn value_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// One planned trial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlannedTrial {
+    /// Index into the config list.
+    pub config: usize,
+    /// 1-based repetition of that config (warm-ups: 1-based warm-up number).
+    pub repetition: u32,
+    /// 1-based position among recorded trials (0 for warm-ups).
+    pub ordinal: u32,
+    pub warmup: bool,
+}
+
+/// All configs of an experiment.
+pub fn configs(exp: &Experiment) -> Vec<Config> {
+    let mut out = vec![Vec::new()];
+    for p in &exp.matrix {
+        let mut next = Vec::with_capacity(out.len() * p.values.len());
+        for prefix in &out {
+            for v in &p.values {
+                let mut c: Vec<(String, serde_json::Value)> = prefix.clone();
+                c.push((p.name.clone(), v.clone()));
+                next.push(c);
+            }
+        }
+        out = next;
+    }
+    out.into_iter()
+        .enumerate()
+        .map(|(i, params)| Config {
+            ordinal: i as u32,
+            params,
+        })
+        .collect()
+}
+
+/// The trials to run, warm-ups first.
+pub fn plan(exp: &Experiment, n_configs: usize, seed: u64) -> Vec<PlannedTrial> {
+    let mut out = Vec::new();
+    for w in 1..=exp.warmup {
+        for c in 0..n_configs {
+            out.push(PlannedTrial {
+                config: c,
+                repetition: w,
+                ordinal: 0,
+                warmup: true,
+            });
+        }
+    }
+    let mut recorded = Vec::with_capacity(n_configs * exp.repetitions as usize);
+    match exp.order {
+        Order::Interleaved | Order::Random => {
+            for r in 1..=exp.repetitions {
+                for c in 0..n_configs {
+                    recorded.push((c, r));
+                }
+            }
+        }
+        Order::Sequential => {
+            for c in 0..n_configs {
+                for r in 1..=exp.repetitions {
+                    recorded.push((c, r));
+                }
+            }
+        }
+    }
+    if exp.order == Order::Random {
+        shuffle(&mut recorded, seed);
+        // Repetition numbers follow the order each config is met in.
+        let mut seen = vec![0u32; n_configs];
+        for (c, r) in recorded.iter_mut() {
+            seen[*c] += 1;
+            *r = seen[*c];
+        }
+    }
+    out.extend(
+        recorded
+            .into_iter()
+            .enumerate()
+            .map(|(i, (config, repetition))| PlannedTrial {
+                config,
+                repetition,
+                ordinal: i as u32 + 1,
+                warmup: false,
+            }),
+    );
+    out
+}
+
+/// SplitMix64 (Steele, Lea & Flood 2014): small, fast, stable forever.
+pub struct SplitMix64(pub u64);
+
+impl SplitMix64 {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (Lemire's multiply-shift; bias < 2^-64·n, irrelevant here).
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((self.next_u64() as u128 * n as u128) >> 64) as u64
+    }
+}
+
+fn shuffle<T>(v: &mut [T], seed: u64) {
+    let mut rng = SplitMix64(seed);
+    for i in (1..v.len()).rev() {
+        let j = rng.below(i as u64 + 1) as usize;
+        v.swap(i, j);
+    }
+}
+
+/// A fresh seed from the clock and pid, for random order without a stored seed.
+pub fn fresh_seed() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    SplitMix64(t ^ ((std::process::id() as u64) << 32)).next_u64() >> 11
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn exp(order: &str, reps: u32, warmup: u32) -> Experiment {
+        let text = format!(
+            "[experiment]\nrepetitions = {reps}\nwarmup = {warmup}\norder = \"{order}\"\n[matrix]\na = [1, 2]\nb = [\"x\", \"y\", \"z\"]\n[workload]\nkind = \"command\"\ncommand = \"true\"\n"
+        );
+        Experiment::parse(Path::new("t.toml"), &text).unwrap()
+    }
+
+    #[test]
+    fn configs_are_the_cartesian_product_in_file_order() {
+        let e = exp("interleaved", 2, 0);
+        let c = configs(&e);
+        assert_eq!(c.len(), 6);
+        assert_eq!(c[0].label(), "a=1,b=x");
+        assert_eq!(c[1].label(), "a=1,b=y");
+        assert_eq!(c[5].label(), "a=2,b=z");
+    }
+
+    #[test]
+    fn interleaved_alternates_configs() {
+        let e = exp("interleaved", 2, 1);
+        let p = plan(&e, 2, 0);
+        let seq: Vec<(usize, u32, bool)> = p
+            .iter()
+            .map(|t| (t.config, t.repetition, t.warmup))
+            .collect();
+        assert_eq!(
+            seq,
+            vec![
+                (0, 1, true),
+                (1, 1, true),
+                (0, 1, false),
+                (1, 1, false),
+                (0, 2, false),
+                (1, 2, false)
+            ]
+        );
+        let ord: Vec<u32> = p.iter().map(|t| t.ordinal).collect();
+        assert_eq!(ord, vec![0, 0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn sequential_runs_each_config_in_turn() {
+        let e = exp("sequential", 3, 0);
+        let p = plan(&e, 2, 0);
+        let cfg: Vec<usize> = p.iter().map(|t| t.config).collect();
+        assert_eq!(cfg, vec![0, 0, 0, 1, 1, 1]);
+    }
+
+    #[test]
+    fn random_order_is_reproducible_from_its_seed_and_complete() {
+        let e = exp("random", 5, 0);
+        let a = plan(&e, 6, 42);
+        let b = plan(&e, 6, 42);
+        let c = plan(&e, 6, 43);
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        for cfg in 0..6 {
+            let mut reps: Vec<u32> = a
+                .iter()
+                .filter(|t| t.config == cfg)
+                .map(|t| t.repetition)
+                .collect();
+            reps.sort();
+            assert_eq!(reps, vec![1, 2, 3, 4, 5]);
+        }
+    }
+
+    #[test]
+    fn splitmix64_matches_reference_vector() {
+        // Reference: SplitMix64 seeded with 1234567 (Vigna's splitmix64.c).
+        let mut r = SplitMix64(1234567);
+        assert_eq!(r.next_u64(), 6457827717110365317);
+        assert_eq!(r.next_u64(), 3203168211198807973);
+    }
+}

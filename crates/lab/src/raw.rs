@@ -1,0 +1,154 @@
+//! The experiment file exactly as written: serde structures with spans, before any
+//! checking. `deny_unknown_fields` everywhere, so a misspelt key is an error with its
+//! place; every string that may hold placeholders keeps its span so an unknown
+//! placeholder can be pointed at.
+
+use std::collections::BTreeMap;
+
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use toml::Spanned;
+
+pub type SStr = Spanned<String>;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFile<W> {
+    pub experiment: RawExperiment,
+    #[serde(default)]
+    pub matrix: Option<RawMatrix>,
+    #[serde(default)]
+    pub service: Option<RawService>,
+    pub workload: W,
+}
+
+/// Reads only `workload.kind`, to pick the workload's structure for the second pass.
+#[derive(Debug, Deserialize)]
+pub struct KindProbe {
+    pub workload: Option<KindOnly>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct KindOnly {
+    pub kind: Option<SStr>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawExperiment {
+    pub name: Option<SStr>,
+    pub description: Option<String>,
+    pub repetitions: Option<Spanned<i64>>,
+    pub warmup: Option<Spanned<i64>>,
+    pub order: Option<SStr>,
+    pub seed: Option<Spanned<i64>>,
+    pub timeout: Option<SStr>,
+    pub cpus: Option<SStr>,
+    pub prepare: Option<SStr>,
+    pub cleanup: Option<SStr>,
+    pub setup: Option<SStr>,
+    pub teardown: Option<SStr>,
+}
+
+/// `[matrix]` in file order.
+#[derive(Debug, Default)]
+pub struct RawMatrix(pub Vec<(SStr, Spanned<toml::Value>)>);
+
+impl<'de> Deserialize<'de> for RawMatrix {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawMatrix;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a table of parameters, each a list of values or a range")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<RawMatrix, A::Error> {
+                let mut out = Vec::new();
+                while let Some(k) = m.next_key::<SStr>()? {
+                    let v = m.next_value::<Spanned<toml::Value>>()?;
+                    out.push((k, v));
+                }
+                Ok(RawMatrix(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawService {
+    pub command: SStr,
+    #[serde(default)]
+    pub shell: bool,
+    #[serde(default)]
+    pub files: BTreeMap<String, SStr>,
+    pub cpus: Option<SStr>,
+    #[serde(default)]
+    pub env: BTreeMap<String, SStr>,
+    pub cwd: Option<SStr>,
+    pub ready: Option<RawReady>,
+    pub stop_signal: Option<SStr>,
+    pub grace: Option<SStr>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawReady {
+    pub tcp: Option<SStr>,
+    pub http: Option<SStr>,
+    pub log: Option<SStr>,
+    pub timeout: Option<SStr>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCommandWorkload {
+    /// Already checked by the kind probe; kept so `deny_unknown_fields` accepts it.
+    #[allow(dead_code)]
+    pub kind: SStr,
+    pub command: SStr,
+    #[serde(default)]
+    pub shell: bool,
+    #[serde(default)]
+    pub env: BTreeMap<String, SStr>,
+    pub cwd: Option<SStr>,
+    #[serde(default)]
+    pub allow_failure: bool,
+    pub leftovers: Option<SStr>,
+    #[serde(default)]
+    pub metrics: RawMetrics,
+}
+
+/// `metrics.NAME = {...}` in file order.
+#[derive(Debug, Default)]
+pub struct RawMetrics(pub Vec<(SStr, Spanned<RawMetric>)>);
+
+impl<'de> Deserialize<'de> for RawMetrics {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawMetrics;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a table of metrics: NAME = { regex = \"...\" } or { json = \"path\" }")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<RawMetrics, A::Error> {
+                let mut out = Vec::new();
+                while let Some(k) = m.next_key::<SStr>()? {
+                    out.push((k, m.next_value::<Spanned<RawMetric>>()?));
+                }
+                Ok(RawMetrics(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMetric {
+    pub regex: Option<SStr>,
+    pub json: Option<SStr>,
+    pub unit: Option<String>,
+    pub better: Option<SStr>,
+}

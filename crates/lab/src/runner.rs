@@ -1,0 +1,516 @@
+//! The runner: turns a checked experiment into stored trials.
+//!
+//! For each planned trial: (re)start the service when the config changes, run
+//! `prepare`, run the workload, check the service survived, run `cleanup`, stop the
+//! service when the next trial belongs to another config, and commit the trial — one
+//! transaction, the moment it ends. A failed trial is recorded with its error and the
+//! run goes on. An interrupt stops the current trial and service and marks the run
+//! `interrupted`; `--resume` later runs what is missing under the same run id.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use perflab_store::{
+    rfc3339, ArtifactData, NewRun, RunId, RunStatus, Store, StoreError, TrialRecord, TrialStatus,
+};
+use perflab_workloads::command::{run_tree, CommandWorkload, Leftovers};
+use perflab_workloads::{Measurement, TrialContext, Workload, WorkloadError};
+
+use crate::experiment::{Experiment, Order, WorkloadSpec};
+use crate::plan::{self, Config, PlannedTrial};
+use crate::service::{argv, free_port, RunningService};
+
+/// Errors that stop a run from starting or continuing.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    File(#[from] crate::FileError),
+    #[error("{0}")]
+    Refused(String),
+    #[error("{0}")]
+    Io(String),
+}
+
+/// What the runner tells whoever watches (the CLI's progress bar).
+pub trait Observer {
+    /// A run is starting: its id and number of trials (warm-ups included).
+    fn started(&self, _run: RunId, _total: usize) {}
+    /// Trial `index` (0-based, of `total`) starts.
+    fn trial_started(&self, _index: usize, _total: usize, _config: &str, _warmup: bool) {}
+    /// Trial finished; `error` when it failed.
+    fn trial_finished(&self, _index: usize, _config: &str, _error: Option<&str>) {}
+    /// Something the user should know (printed above the progress bar).
+    fn warn(&self, _message: &str) {}
+}
+
+/// An observer that says nothing.
+pub struct Silent;
+impl Observer for Silent {}
+
+/// How the run ended.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    pub run_id: RunId,
+    pub status: RunStatus,
+    pub trials_ok: usize,
+    pub trials_failed: usize,
+}
+
+/// Options of `perflab run`.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Resume this run instead of starting a new one.
+    pub resume: Option<RunId>,
+    /// With `resume`: also re-run failed trials.
+    pub retry_failed: bool,
+}
+
+/// Runs (or resumes) an experiment.
+pub fn run(
+    exp: &Experiment,
+    store: &Store,
+    opts: &RunOptions,
+    interrupted: Arc<AtomicBool>,
+    obs: &dyn Observer,
+) -> Result<RunOutcome, RunError> {
+    let _ = perflab_workloads::tree::become_subreaper();
+    let host = crate::env::host();
+    let configs = plan::configs(exp);
+    let (run_id, seed, done) = match opts.resume {
+        Some(id) => {
+            let row = store.run(id)?;
+            let here = store.upsert_host(&host)?;
+            if row.host_id != here {
+                let theirs = store.host(row.host_id)?;
+                return Err(RunError::Refused(format!(
+                    "run {id} was measured on host {:?}, this is {:?}: a resumed run must stay on one machine (start a new run here)",
+                    theirs.hostname, host.hostname
+                )));
+            }
+            let seed = row.seed.unwrap_or(0);
+            // (config ordinal, repetition) pairs that need no re-run.
+            let stored = store.configs(id)?;
+            let mut done = HashSet::new();
+            for t in store.trials(id)? {
+                let keep = t.status == "ok" || (t.status == "failed" && !opts.retry_failed);
+                if let (true, Some(c)) = (keep, stored.iter().find(|c| c.id == t.config_id)) {
+                    done.insert((c.ordinal, t.repetition));
+                }
+            }
+            store.finish_run(id, RunStatus::Running)?;
+            (id, seed, done)
+        }
+        None => {
+            let seed = exp.seed.unwrap_or_else(plan::fresh_seed);
+            let host_id = store.upsert_host(&host)?;
+            let tools = crate::env::tool_versions(&programs_named(exp));
+            let id = store.create_run(
+                &NewRun {
+                    name: exp.name.clone(),
+                    kind: "experiment".into(),
+                    file_path: Some(exp.path.display().to_string()),
+                    file_text: Some(exp.text.clone()),
+                    seed: Some(seed),
+                    environment: serde_json::json!({
+                        "tools": tools,
+                        "perflab": env!("CARGO_PKG_VERSION"),
+                        "order": exp.order.as_str(),
+                        "cwd": std::env::current_dir().ok(),
+                    }),
+                },
+                host_id,
+            )?;
+            (id, seed, HashSet::new())
+        }
+    };
+    if exp.order == Order::Sequential {
+        obs.warn("order = \"sequential\": all trials of one config run back to back, so machine drift (thermal, background load) can look like a difference between configs; prefer \"interleaved\" or \"random\"");
+    }
+    let run_dir = run_dir_for(store, run_id)?;
+    let config_ids = configs
+        .iter()
+        .map(|c| store.ensure_config(run_id, c.ordinal, &c.params_map()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let full = plan::plan(exp, configs.len(), seed);
+    let todo: Vec<PlannedTrial> = full
+        .into_iter()
+        .filter(|t| t.warmup || !done.contains(&(configs[t.config].ordinal, t.repetition)))
+        .collect();
+    // Warm-ups only when there is recorded work left.
+    let todo: Vec<PlannedTrial> = if todo.iter().any(|t| !t.warmup) {
+        todo
+    } else {
+        Vec::new()
+    };
+    let port = free_port().map_err(|e| RunError::Io(format!("cannot find a free port: {e}")))?;
+    let mut r = Runner {
+        exp,
+        store,
+        run_id,
+        run_dir,
+        port,
+        configs: &configs,
+        config_ids,
+        interrupted,
+        obs,
+        service: None,
+        ok: 0,
+        failed: 0,
+    };
+    obs.started(run_id, todo.len());
+    let status = r.execute(&todo);
+    store.finish_run(run_id, status)?;
+    let row = store.run(run_id)?;
+    Ok(RunOutcome {
+        run_id,
+        status,
+        trials_ok: row.trials_ok as usize,
+        trials_failed: row.trials_failed as usize,
+    })
+}
+
+/// The scratch directory of a run, beside the store.
+pub fn run_dir_for(store: &Store, run: RunId) -> Result<PathBuf, RunError> {
+    let base = store
+        .path()
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let dir = base.join("runs").join(run.to_string());
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        RunError::Io(format!(
+            "cannot create run directory {}: {e}",
+            dir.display()
+        ))
+    })?;
+    dir.canonicalize()
+        .map_err(|e| RunError::Io(format!("run directory {}: {e}", dir.display())))
+}
+
+fn programs_named(exp: &Experiment) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut add = |s: &str| {
+        for part in s.split(['|', ';', '&']) {
+            if let Some(p) = crate::env::program_of(part) {
+                out.push(p);
+            }
+        }
+    };
+    if let Some(s) = &exp.service {
+        add(s.command.source());
+    }
+    match &exp.workload {
+        WorkloadSpec::Command(c) => add(c.command.source()),
+    }
+    for t in [&exp.prepare, &exp.cleanup, &exp.setup, &exp.teardown]
+        .into_iter()
+        .flatten()
+    {
+        add(t.source());
+    }
+    out.retain(|p| !p.contains('{'));
+    out
+}
+
+struct Runner<'a> {
+    exp: &'a Experiment,
+    store: &'a Store,
+    run_id: RunId,
+    run_dir: PathBuf,
+    port: u16,
+    configs: &'a [Config],
+    config_ids: Vec<i64>,
+    interrupted: Arc<AtomicBool>,
+    obs: &'a dyn Observer,
+    service: Option<RunningService>,
+    ok: usize,
+    failed: usize,
+}
+
+/// Outcome of one trial before it is recorded.
+struct Done {
+    status: TrialStatus,
+    error: Option<String>,
+    m: Measurement,
+}
+
+impl Runner<'_> {
+    fn is_interrupted(&self) -> bool {
+        self.interrupted.load(Ordering::SeqCst)
+    }
+
+    fn vars(&self, t: &PlannedTrial) -> BTreeMap<String, String> {
+        let mut v: BTreeMap<String, String> = self.configs[t.config]
+            .params
+            .iter()
+            .map(|(k, val)| (k.clone(), plan::value_text(val)))
+            .collect();
+        v.insert("repetition".into(), t.repetition.to_string());
+        v.insert("trial".into(), t.ordinal.to_string());
+        v.insert("run_dir".into(), self.run_dir.display().to_string());
+        v.insert("port".into(), self.port.to_string());
+        v
+    }
+
+    fn execute(&mut self, todo: &[PlannedTrial]) -> RunStatus {
+        let mut interrupted = false;
+        if !todo.is_empty() {
+            if let Some(setup) = &self.exp.setup {
+                let vars = self.vars(&todo[0]);
+                if let Err(e) = self.hook("setup", &setup.render(&vars)) {
+                    self.obs
+                        .warn(&format!("setup failed, nothing was run: {e}"));
+                    return if self.is_interrupted() {
+                        RunStatus::Interrupted
+                    } else {
+                        RunStatus::Failed
+                    };
+                }
+            }
+        }
+        for (i, t) in todo.iter().enumerate() {
+            if self.is_interrupted() {
+                interrupted = true;
+                break;
+            }
+            let label = self.configs[t.config].label();
+            self.obs.trial_started(i, todo.len(), &label, t.warmup);
+            let started = SystemTime::now();
+            let clock = Instant::now();
+            let mut done = self.trial(t);
+            // Stop the service when the next trial belongs to another config.
+            let next_same = todo.get(i + 1).is_some_and(|n| n.config == t.config);
+            if !next_same || done.status == TrialStatus::Interrupted || self.is_interrupted() {
+                self.stop_service(&mut done.m);
+            }
+            if self.is_interrupted() && done.status != TrialStatus::Failed {
+                done.status = TrialStatus::Interrupted;
+                done.error.get_or_insert_with(|| "interrupted".into());
+            }
+            let duration = clock.elapsed().as_secs_f64();
+            self.obs.trial_finished(i, &label, done.error.as_deref());
+            if done.status == TrialStatus::Interrupted {
+                interrupted = true;
+            }
+            if t.warmup {
+                if interrupted {
+                    break;
+                }
+                continue;
+            }
+            let rec = TrialRecord {
+                config_id: self.config_ids[t.config],
+                repetition: t.repetition,
+                ordinal: t.ordinal,
+                started_at: rfc3339(started),
+                duration_s: duration,
+                status: done.status,
+                error: done.error.clone(),
+                method: done.m.method.clone(),
+                metrics: done.m.metrics,
+                histograms: done.m.histograms,
+                series: done.m.series,
+                artifacts: done.m.artifacts,
+            };
+            if done.status != TrialStatus::Interrupted {
+                let _ = self.store.delete_unsuccessful_trials(
+                    self.run_id,
+                    rec.config_id,
+                    rec.repetition,
+                );
+            }
+            if let Err(e) = self.store.record_trial(self.run_id, &rec) {
+                self.obs
+                    .warn(&format!("could not record trial {}: {e}", t.ordinal));
+            }
+            match done.status {
+                TrialStatus::Ok => self.ok += 1,
+                TrialStatus::Failed => self.failed += 1,
+                TrialStatus::Interrupted => {}
+            }
+            if interrupted {
+                break;
+            }
+        }
+        let mut sink = Measurement::default();
+        self.stop_service(&mut sink);
+        if let (Some(td), Some(t)) = (&self.exp.teardown, todo.first()) {
+            let vars = self.vars(t);
+            if let Err(e) = self.hook("teardown", &td.render(&vars)) {
+                self.obs.warn(&format!("teardown failed: {e}"));
+            }
+        }
+        if interrupted || self.is_interrupted() {
+            return RunStatus::Interrupted;
+        }
+        let all = self.store.run(self.run_id);
+        match all {
+            Ok(r) if r.trials_failed > 0 => RunStatus::CompleteWithFailures,
+            Ok(r) if r.trials_interrupted > 0 => RunStatus::Interrupted,
+            _ => RunStatus::Complete,
+        }
+    }
+
+    fn stop_service(&mut self, m: &mut Measurement) {
+        if let Some(mut s) = self.service.take() {
+            if let Some(spec) = &self.exp.service {
+                s.stop(spec);
+            }
+            let log = s.log();
+            let bytes = log.as_bytes();
+            m.artifacts.push(ArtifactData {
+                name: "service.log".into(),
+                media_type: "text/plain".into(),
+                content: bytes[bytes.len().saturating_sub(256 << 10)..].to_vec(),
+            });
+        }
+    }
+
+    fn fail(msg: String, m: Measurement) -> Done {
+        Done {
+            status: TrialStatus::Failed,
+            error: Some(msg),
+            m,
+        }
+    }
+
+    fn trial(&mut self, t: &PlannedTrial) -> Done {
+        let vars = self.vars(t);
+        // The service for this config.
+        if let Some(spec) = &self.exp.service {
+            if self.service.as_ref().is_some_and(|s| s.config != t.config) {
+                let mut sink = Measurement::default();
+                self.stop_service(&mut sink);
+            }
+            if self.service.is_none() {
+                match RunningService::start(spec, &vars, &self.run_dir, t.config, t.ordinal) {
+                    Ok(s) => self.service = Some(s),
+                    Err(e) => {
+                        return Self::fail(
+                            format!("service did not start: {e}"),
+                            Measurement::default(),
+                        )
+                    }
+                }
+            }
+        }
+        if let Some(p) = &self.exp.prepare {
+            if let Err(e) = self.hook("prepare", &p.render(&vars)) {
+                return self.hook_failed("prepare", e);
+            }
+        }
+        let result = self.workload(&vars);
+        let mut done = match result {
+            Ok(m) => Done {
+                status: TrialStatus::Ok,
+                error: None,
+                m,
+            },
+            Err(WorkloadError::Interrupted) => Done {
+                status: TrialStatus::Interrupted,
+                error: Some("interrupted".into()),
+                m: Measurement::default(),
+            },
+            Err(WorkloadError::Failed { message, partial }) => Self::fail(message, *partial),
+            Err(WorkloadError::Setup(e)) => Self::fail(e, Measurement::default()),
+        };
+        if done.status != TrialStatus::Interrupted && !self.is_interrupted() {
+            if let Some(s) = self.service.as_mut() {
+                if let Err(e) = s.check_alive() {
+                    let prior = done
+                        .error
+                        .take()
+                        .map(|p| format!(" (the workload said: {p})"))
+                        .unwrap_or_default();
+                    done.status = TrialStatus::Failed;
+                    done.error = Some(format!("{e}{prior}"));
+                }
+            }
+        }
+        if let Some(c) = &self.exp.cleanup {
+            if let Err(e) = self.hook("cleanup", &c.render(&vars)) {
+                if done.status == TrialStatus::Ok {
+                    done.status = TrialStatus::Failed;
+                    done.error = Some(format!("cleanup failed: {e}"));
+                }
+            }
+        }
+        done
+    }
+
+    fn hook_failed(&self, what: &str, e: String) -> Done {
+        if self.is_interrupted() {
+            return Done {
+                status: TrialStatus::Interrupted,
+                error: Some("interrupted".into()),
+                m: Measurement::default(),
+            };
+        }
+        Self::fail(format!("{what} failed: {e}"), Measurement::default())
+    }
+
+    fn context(&self) -> TrialContext {
+        TrialContext {
+            cpus: self.exp.cpus.clone(),
+            timeout: self.exp.timeout,
+            interrupted: self.interrupted.clone(),
+            run_dir: self.run_dir.clone(),
+        }
+    }
+
+    fn workload(&self, vars: &BTreeMap<String, String>) -> Result<Measurement, WorkloadError> {
+        match &self.exp.workload {
+            WorkloadSpec::Command(c) => {
+                let command = c.command.render(vars);
+                let w = CommandWorkload {
+                    argv: argv(&command, c.shell).map_err(WorkloadError::Setup)?,
+                    env: c
+                        .env
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.render(vars)))
+                        .collect(),
+                    cwd: c.cwd.as_ref().map(|t| PathBuf::from(t.render(vars))),
+                    allow_failure: c.allow_failure,
+                    metrics: c.metrics.clone(),
+                    leftovers: c.leftovers,
+                    exclude_pids: self.service.iter().map(|s| s.pid()).collect(),
+                };
+                w.run(&self.context())
+            }
+        }
+    }
+
+    /// Runs a prepare/cleanup/setup/teardown command with `sh -c`.
+    fn hook(&self, what: &str, command: &str) -> Result<(), String> {
+        let mut cmd = std::process::Command::new("sh");
+        cmd.arg("-c").arg(command);
+        let ctx = TrialContext {
+            cpus: None,
+            timeout: self.exp.timeout.or(Some(Duration::from_secs(3600))),
+            interrupted: self.interrupted.clone(),
+            run_dir: self.run_dir.clone(),
+        };
+        let r = run_tree(cmd, &ctx, Leftovers::Kill, &[]).map_err(|e| e.to_string())?;
+        if r.interrupted {
+            return Err("interrupted".into());
+        }
+        if r.timed_out {
+            return Err(format!("{what} command timed out"));
+        }
+        match r.status {
+            Some(s) if s.success() => Ok(()),
+            Some(s) => Err(format!(
+                "{what} command {command:?} ended with {}; last output:\n{}",
+                perflab_workloads::command::describe_status(&s),
+                r.tail(20)
+            )),
+            None => Err(format!("{what} command {command:?} ended abnormally")),
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! The service under test: render its files, start it in its own process group with
+//! its output in a log file, wait until it is ready, watch it, stop it gracefully.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use perflab_workloads::command::{describe_status, last_lines};
+
+use crate::experiment::{Ready, ServiceSpec};
+use crate::signals::{register_group, Slot};
+
+/// A started service.
+pub struct RunningService {
+    child: Child,
+    pub config: usize,
+    pub log_path: PathBuf,
+    exited: Option<ExitStatus>,
+}
+
+/// Splits a rendered command: words like a shell, or `sh -c` when `shell`.
+pub fn argv(command: &str, shell: bool) -> Result<Vec<String>, String> {
+    if shell {
+        return Ok(vec!["sh".into(), "-c".into(), command.into()]);
+    }
+    let words = shlex::split(command)
+        .ok_or_else(|| format!("cannot split {command:?}: unbalanced quotes"))?;
+    if words.is_empty() {
+        return Err("empty command".into());
+    }
+    Ok(words)
+}
+
+impl RunningService {
+    /// Starts the service for `config` and waits until it is ready.
+    pub fn start(
+        spec: &ServiceSpec,
+        vars: &BTreeMap<String, String>,
+        run_dir: &Path,
+        config: usize,
+        trial: u32,
+    ) -> Result<RunningService, String> {
+        for (name, body) in &spec.files {
+            let path = run_dir.join(name);
+            std::fs::write(&path, body.render(vars))
+                .map_err(|e| format!("cannot write service file {}: {e}", path.display()))?;
+        }
+        let command = spec.command.render(vars);
+        let words = argv(&command, spec.shell)?;
+        let log_path = run_dir.join(format!("service-c{}-t{trial}.log", config + 1));
+        let log = std::fs::File::create(&log_path)
+            .map_err(|e| format!("cannot create {}: {e}", log_path.display()))?;
+        let log2 = log.try_clone().map_err(|e| e.to_string())?;
+        let mut cmd = Command::new(&words[0]);
+        cmd.args(&words[1..])
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log2);
+        for (k, v) in &spec.env {
+            cmd.env(k, v.render(vars));
+        }
+        if let Some(cwd) = &spec.cwd {
+            cmd.current_dir(cwd.render(vars));
+        }
+        let cpus = spec.cpus.as_ref().map(|c| c.to_raw());
+        // SAFETY: setsid and sched_setaffinity are async-signal-safe.
+        unsafe {
+            cmd.pre_exec(move || {
+                // Own session: a terminal's Ctrl-C is handled by perflab, which stops
+                // the service itself, in order.
+                libc::setsid();
+                if let Some(set) = &cpus {
+                    perflab_workloads::cpuset::pin_raw(set)?;
+                }
+                Ok(())
+            });
+        }
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start the service {:?}: {e}", words[0]))?;
+        register_group(Slot::Service, child.id() as i32);
+        let mut svc = RunningService {
+            child,
+            config,
+            log_path,
+            exited: None,
+        };
+        if let Err(e) = svc.wait_ready(spec, vars) {
+            svc.stop(spec);
+            return Err(e);
+        }
+        Ok(svc)
+    }
+
+    fn wait_ready(
+        &mut self,
+        spec: &ServiceSpec,
+        vars: &BTreeMap<String, String>,
+    ) -> Result<(), String> {
+        let deadline = Instant::now() + spec.ready_timeout;
+        let what = match &spec.ready {
+            Ready::Started => return self.check_alive(),
+            Ready::Tcp(t) => format!("a TCP connection to {}", t.render(vars)),
+            Ready::Http(t) => format!("an HTTP answer from {}", t.render(vars)),
+            Ready::Log(r) => format!("a log line matching /{}/", r.as_str()),
+        };
+        loop {
+            self.check_alive()?;
+            let ready = match &spec.ready {
+                Ready::Started => true,
+                Ready::Tcp(t) => tcp_ready(&t.render(vars)),
+                Ready::Http(t) => http_ready(&t.render(vars)),
+                Ready::Log(r) => r.is_match(&self.log()),
+            };
+            if ready {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "the service was not ready after {:?} (waiting for {what}); last lines of its log:\n{}",
+                    spec.ready_timeout,
+                    last_lines(&self.log(), 20)
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Ok while the service runs; its exit status and log tail once it has exited.
+    pub fn check_alive(&mut self) -> Result<(), String> {
+        if self.exited.is_none() {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                self.exited = Some(st);
+                register_group(Slot::Service, 0);
+            }
+        }
+        match &self.exited {
+            None => Ok(()),
+            Some(st) => Err(format!(
+                "the service exited with {}; last lines of its log:\n{}",
+                describe_status(st),
+                last_lines(&self.log(), 20)
+            )),
+        }
+    }
+
+    /// The service's pid.
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// The log so far.
+    pub fn log(&self) -> String {
+        let mut s = String::new();
+        if let Ok(mut f) = std::fs::File::open(&self.log_path) {
+            let _ = f.read_to_string(&mut s);
+        }
+        s
+    }
+
+    /// Stops the service: the stop signal to its process group, SIGKILL after the grace.
+    pub fn stop(&mut self, spec: &ServiceSpec) {
+        if self.exited.is_none() {
+            let pgid = self.child.id() as i32;
+            // SAFETY: signalling the service's own process group.
+            unsafe { libc::kill(-pgid, spec.stop_signal) };
+            let deadline = Instant::now() + spec.grace;
+            loop {
+                if let Ok(Some(st)) = self.child.try_wait() {
+                    self.exited = Some(st);
+                    break;
+                }
+                if Instant::now() >= deadline {
+                    // SAFETY: as above.
+                    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+                    self.exited = self.child.wait().ok();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            // Whatever is left of the group goes too.
+            // SAFETY: as above.
+            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        }
+        register_group(Slot::Service, 0);
+    }
+}
+
+fn tcp_ready(addr: &str) -> bool {
+    let Ok(mut addrs) = addr.to_socket_addrs() else {
+        return false;
+    };
+    addrs.any(|a| TcpStream::connect_timeout(&a, Duration::from_millis(200)).is_ok())
+}
+
+/// Any HTTP answer (even an error status) means the server is up.
+fn http_ready(url: &str) -> bool {
+    let Some(rest) = url.strip_prefix("http://") else {
+        return false;
+    };
+    let (hostport, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let addr = if hostport.contains(':') && !hostport.ends_with(']') {
+        hostport.to_string()
+    } else {
+        format!("{hostport}:80")
+    };
+    let Ok(mut addrs) = addr.to_socket_addrs() else {
+        return false;
+    };
+    let Some(a) = addrs.next() else { return false };
+    let Ok(mut s) = TcpStream::connect_timeout(&a, Duration::from_millis(500)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_millis(1000)));
+    let req = format!("GET {path} HTTP/1.0\r\nHost: {hostport}\r\nConnection: close\r\n\r\n");
+    if s.write_all(req.as_bytes()).is_err() {
+        return false;
+    }
+    let mut buf = [0u8; 12];
+    matches!(s.read(&mut buf), Ok(n) if n >= 5 && buf.starts_with(b"HTTP/"))
+}
+
+/// A free TCP port on 127.0.0.1, chosen by the OS.
+pub fn free_port() -> std::io::Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(l.local_addr()?.port())
+}

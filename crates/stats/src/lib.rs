@@ -1,0 +1,45 @@
+//! perflab-stats: pure statistics for repeated performance measurements, no I/O.
+//!
+//! * [`summarize`]: n, mean, sd, Student-t CI, median with an order-statistic CI,
+//!   min/max, CV and robust outlier flags for one configuration and metric;
+//!   [`precision_reached`] for "stop when the CI is within ±x %".
+//! * [`compare`]: ratio of means with a Fieller (or bootstrap) CI, Welch and
+//!   Mann–Whitney p-values, and a direction-aware verdict;
+//!   [`geometric_mean_ratio`] over several metrics.
+//! * [`ratio_of_ratios`]: the interaction contrast of a two-by-two design.
+//! * [`t_quantile`] and friends: Student's t to full double precision.
+//!
+//! Every formula, with its reference, is written down in `docs/methodology.md`;
+//! the tests compare the numbers with scipy (values produced by
+//! `tools/stats_reference.py` and checked in as `tests/reference/mod.rs`).
+
+mod better;
+mod bootstrap;
+mod compare;
+mod descriptive;
+mod error;
+mod geomean;
+mod interaction;
+mod mwu;
+mod order_ci;
+mod outliers;
+mod ratio;
+mod rng;
+mod summary;
+mod tdist;
+mod ttest;
+
+pub use better::Better;
+pub use bootstrap::{bootstrap_ratio_ci, BOOTSTRAP_RESAMPLES};
+pub use compare::{compare, CompareOptions, Comparison, Verdict};
+pub use error::StatsError;
+pub use geomean::{geometric_mean_ratio, GeoMean};
+pub use interaction::{ratio_of_ratios, Interaction};
+pub use mwu::{mann_whitney_u, MwuMethod, MwuResult};
+pub use order_ci::{binom_half_cdf, median_ci_sorted, order_stat_coverage, MedianCi};
+pub use outliers::{mad_outliers, MAD_SCALE, MAD_THRESHOLD, MEAN_AD_SCALE};
+pub use ratio::{fieller_ratio_ci, CiMethod, RatioCi};
+pub use rng::DEFAULT_SEED;
+pub use summary::{precision_reached, summarize, Summary};
+pub use tdist::{normal_quantile, normal_sf, t_quantile, t_sf, t_two_sided_p};
+pub use ttest::{welch_satterthwaite_df, welch_t_test, WelchResult};

@@ -1,0 +1,120 @@
+//! Versioned schema migrations.
+//!
+//! Each entry of [`MIGRATIONS`] moves the schema one version up and is applied in its
+//! own transaction; `PRAGMA user_version` holds the current version. Never edit a
+//! migration that has shipped: add a new one.
+
+use std::path::Path;
+
+use rusqlite::Connection;
+
+use crate::{Result, StoreError};
+
+const MIGRATIONS: &[&str] = &[
+    // 1: the data model of DESIGN.md.
+    r#"
+    CREATE TABLE hosts (
+        id INTEGER PRIMARY KEY,
+        fingerprint TEXT NOT NULL UNIQUE,
+        hostname TEXT NOT NULL,
+        cpu_model TEXT,
+        cores INTEGER,
+        memory_bytes INTEGER,
+        kernel TEXT,
+        distribution TEXT,
+        arch TEXT,
+        governor TEXT,
+        info_json TEXT NOT NULL
+    );
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        uuid TEXT NOT NULL UNIQUE,
+        name TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        status TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        ended_at TEXT,
+        host_id INTEGER NOT NULL REFERENCES hosts(id),
+        file_path TEXT,
+        file_text TEXT,
+        seed INTEGER,
+        environment_json TEXT NOT NULL DEFAULT '{}',
+        imported_at TEXT
+    );
+    CREATE TABLE configs (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        ordinal INTEGER NOT NULL,
+        params_json TEXT NOT NULL,
+        UNIQUE (run_id, ordinal)
+    );
+    CREATE TABLE trials (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        config_id INTEGER NOT NULL REFERENCES configs(id) ON DELETE CASCADE,
+        repetition INTEGER NOT NULL,
+        ordinal INTEGER NOT NULL,
+        started_at TEXT NOT NULL,
+        duration_s REAL NOT NULL,
+        status TEXT NOT NULL,
+        error TEXT,
+        method TEXT
+    );
+    CREATE INDEX trials_by_run ON trials(run_id, config_id);
+    CREATE TABLE metrics (
+        trial_id INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        unit TEXT NOT NULL,
+        value REAL NOT NULL,
+        better TEXT NOT NULL,
+        PRIMARY KEY (trial_id, name)
+    );
+    CREATE TABLE histograms (
+        trial_id INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        unit TEXT NOT NULL,
+        data BLOB NOT NULL,
+        PRIMARY KEY (trial_id, name)
+    );
+    CREATE TABLE series (
+        trial_id INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        unit TEXT NOT NULL,
+        points_json TEXT NOT NULL,
+        PRIMARY KEY (trial_id, name)
+    );
+    CREATE TABLE artifacts (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        trial_id INTEGER REFERENCES trials(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        media_type TEXT NOT NULL,
+        content BLOB NOT NULL
+    );
+    "#,
+];
+
+/// The schema version this build writes.
+pub const CURRENT: i64 = MIGRATIONS.len() as i64;
+
+pub(crate) fn version(conn: &Connection) -> Result<i64> {
+    Ok(conn.pragma_query_value(None, "user_version", |r| r.get(0))?)
+}
+
+pub(crate) fn migrate(conn: &Connection, path: &Path) -> Result<()> {
+    let found = version(conn)?;
+    if found > CURRENT {
+        return Err(StoreError::TooNew {
+            path: path.to_path_buf(),
+            found,
+            known: CURRENT,
+        });
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+        let tx = conn.unchecked_transaction()?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        tx.commit()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,384 @@
+//! The `command` workload: run a program (with or without a shell), measure its whole
+//! process tree, and pull named metrics out of its output.
+
+use std::collections::HashSet;
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::metrics::MetricSpec;
+use crate::tree::{self, TreeGroup};
+use crate::{ArtifactData, Measurement, MetricValue, TrialContext, Workload, WorkloadError};
+
+/// Most output kept per stream; beyond it the rest is read and dropped.
+const OUTPUT_CAP: usize = 32 << 20;
+/// How often the tree is checked (timeouts, interrupts, /proc samples).
+const TICK: Duration = Duration::from_millis(5);
+
+/// What to do with processes still running when the command itself has exited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Leftovers {
+    /// Wait for them (bounded by the trial timeout): they are part of the work.
+    #[default]
+    Wait,
+    /// Kill them: they are not part of the work.
+    Kill,
+}
+
+/// A rendered command workload.
+#[derive(Debug, Clone, Default)]
+pub struct CommandWorkload {
+    /// Program and arguments (for `shell = true`, `["sh", "-c", TEXT]`).
+    pub argv: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<PathBuf>,
+    pub allow_failure: bool,
+    pub metrics: Vec<MetricSpec>,
+    pub leftovers: Leftovers,
+    /// Pids that are not part of the tree even if re-parented to us (services).
+    pub exclude_pids: Vec<i32>,
+}
+
+/// What came back from running a process tree.
+#[derive(Debug)]
+pub struct TreeRun {
+    pub status: Option<std::process::ExitStatus>,
+    pub wall_s: f64,
+    pub user_s: f64,
+    pub sys_s: f64,
+    pub peak_rss_bytes: u64,
+    /// Largest resident set of any single process of the tree (`ru_maxrss`).
+    pub max_process_rss_bytes: u64,
+    pub method: tree::Method,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub timed_out: bool,
+    pub interrupted: bool,
+}
+
+impl TreeRun {
+    /// The four whole-tree metrics every command trial records.
+    pub fn metrics(&self) -> Vec<MetricValue> {
+        vec![
+            MetricValue::new("wall_s", "s", self.wall_s, "lower"),
+            MetricValue::new("user_s", "s", self.user_s, "lower"),
+            MetricValue::new("sys_s", "s", self.sys_s, "lower"),
+            MetricValue::new("peak_rss_bytes", "B", self.peak_rss_bytes as f64, "lower"),
+            MetricValue::new(
+                "max_process_rss_bytes",
+                "B",
+                self.max_process_rss_bytes as f64,
+                "lower",
+            ),
+        ]
+    }
+
+    /// The last `n` lines of stderr (or stdout when stderr is empty).
+    pub fn tail(&self, n: usize) -> String {
+        let src = if self.stderr.iter().any(|b| !b.is_ascii_whitespace()) {
+            &self.stderr
+        } else {
+            &self.stdout
+        };
+        last_lines(&String::from_utf8_lossy(src), n)
+    }
+}
+
+/// The last `n` lines of a text.
+pub fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Runs `cmd` as the root of a measured tree, honouring the context's pinning,
+/// timeout and interrupt flag.
+pub fn run_tree(
+    mut cmd: Command,
+    ctx: &TrialContext,
+    leftovers: Leftovers,
+    exclude: &[i32],
+) -> Result<TreeRun, WorkloadError> {
+    let group = TreeGroup::create();
+    let fds = group.join_fds();
+    let cpus = ctx.cpus.as_ref().map(|c| c.to_raw());
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: the closure only calls async-signal-safe functions (setpgid, write,
+    // getpid, sched_setaffinity) on data prepared before fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            // Own process group: a timeout or interrupt kills the whole group at once.
+            libc::setpgid(0, 0);
+            tree::join_raw(&fds)?;
+            if let Some(set) = &cpus {
+                crate::cpuset::pin_raw(set)?;
+            }
+            Ok(())
+        });
+    }
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let start = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| WorkloadError::Setup(format!("cannot start {program:?}: {e}")))?;
+    let root = child.id() as i32;
+    let out_reader = reader(child.stdout.take());
+    let err_reader = reader(child.stderr.take());
+
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut status = 0;
+        // SAFETY: zeroed rusage is valid; wait4 fills it.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: valid pointers; root is our child.
+        let rc = unsafe { libc::wait4(root, &mut status, 0, &mut ru) };
+        let _ = tx.send((rc, status, ru, Instant::now()));
+    });
+
+    let me = std::process::id() as i32;
+    let exclude: HashSet<i32> = exclude.iter().copied().collect();
+    let sampling = group.needs_rss_sampling();
+    let (mut user, mut sys, mut peak_rss) = (0.0f64, 0.0f64, 0u64);
+    let mut max_proc = 0u64;
+    let mut root_done: Option<(i32, Instant)> = None;
+    let mut end = start;
+    let (mut timed_out, mut interrupted) = (false, false);
+    let mut killed = false;
+    loop {
+        if root_done.is_none() {
+            if let Ok((rc, status, ru, at)) = rx.recv_timeout(TICK) {
+                let (u, s, m) = tree::rusage_parts(&ru);
+                user += u;
+                sys += s;
+                max_proc = max_proc.max(m);
+                root_done = Some((if rc == root { status } else { -1 }, at));
+                end = at;
+            }
+        } else {
+            std::thread::sleep(TICK);
+        }
+        let kill_now = |killed: &mut bool| {
+            if !*killed {
+                // SAFETY: negative pid = the root's process group.
+                unsafe { libc::kill(-root, libc::SIGKILL) };
+                group.kill_all();
+                *killed = true;
+            }
+        };
+        if ctx.interrupted.load(Ordering::SeqCst) && !killed {
+            interrupted = true;
+            kill_now(&mut killed);
+        }
+        if let Some(limit) = ctx.timeout {
+            if start.elapsed() > limit && !killed {
+                timed_out = true;
+                kill_now(&mut killed);
+            }
+        }
+        // Look at the live tree: sample memory, reap adopted orphans.
+        let need_scan = sampling || root_done.is_some() || !group.has_cpu();
+        let mut live_others = 0usize;
+        if need_scan {
+            let procs = tree::all_processes();
+            let members = tree::tree_of(&procs, root, me, &exclude);
+            if sampling {
+                let rss: u64 = members
+                    .iter()
+                    .filter(|p| !p.zombie)
+                    .map(|p| p.rss_bytes)
+                    .sum();
+                peak_rss = peak_rss.max(rss);
+            }
+            for p in &members {
+                if p.pid == root {
+                    continue;
+                }
+                if p.ppid == me && p.zombie {
+                    if let Some((_, u, s, m)) = tree::try_reap(p.pid) {
+                        user += u;
+                        sys += s;
+                        max_proc = max_proc.max(m);
+                    }
+                } else if !p.zombie {
+                    live_others += 1;
+                    if root_done.is_some() && (leftovers == Leftovers::Kill || killed) {
+                        // SAFETY: kill a pid of our own tree.
+                        unsafe { libc::kill(p.pid, libc::SIGKILL) };
+                    }
+                }
+            }
+        }
+        if root_done.is_some() {
+            if group.has_cpu() {
+                live_others = live_others.max(group.pids().len());
+            }
+            if leftovers == Leftovers::Kill && live_others > 0 {
+                group.kill_all();
+            }
+            if live_others == 0 {
+                break;
+            }
+            end = Instant::now();
+        }
+    }
+    let stdout = out_reader.join().unwrap_or_default();
+    let stderr = err_reader.join().unwrap_or_default();
+    if let Some((u, s, p)) = group.usage() {
+        user = u;
+        sys = s;
+        if let Some(p) = p {
+            peak_rss = p;
+        }
+    }
+    if group.needs_rss_sampling() {
+        peak_rss = peak_rss.max(max_proc);
+    }
+    let method = group.method();
+    drop(group);
+    let status = root_done
+        .and_then(|(st, _)| (st >= 0).then(|| std::os::unix::process::ExitStatusExt::from_raw(st)));
+    // `child` was reaped by the waiter thread; forget it without waiting again.
+    std::mem::forget(child);
+    Ok(TreeRun {
+        status,
+        wall_s: (end - start).as_secs_f64(),
+        user_s: user,
+        sys_s: sys,
+        peak_rss_bytes: peak_rss,
+        max_process_rss_bytes: max_proc,
+        method,
+        stdout,
+        stderr,
+        timed_out,
+        interrupted,
+    })
+}
+
+fn reader<R: Read + Send + 'static>(r: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let Some(mut r) = r else { return out };
+        let mut buf = [0u8; 64 * 1024];
+        loop {
+            match r.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if out.len() < OUTPUT_CAP {
+                        let take = n.min(OUTPUT_CAP - out.len());
+                        out.extend_from_slice(&buf[..take]);
+                    }
+                }
+            }
+        }
+        out
+    })
+}
+
+/// Describes how a process ended, in words.
+pub fn describe_status(status: &std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("exit status {c}"),
+        (None, Some(s)) => format!("killed by signal {s} ({})", signal_name(s)),
+        _ => "unknown status".to_string(),
+    }
+}
+
+fn signal_name(s: i32) -> &'static str {
+    match s {
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGINT => "SIGINT",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGFPE => "SIGFPE",
+        _ => "signal",
+    }
+}
+
+impl Workload for CommandWorkload {
+    fn run(&self, ctx: &TrialContext) -> Result<Measurement, WorkloadError> {
+        let Some((program, args)) = self.argv.split_first() else {
+            return Err(WorkloadError::Setup("empty command".into()));
+        };
+        let mut cmd = Command::new(program);
+        cmd.args(args);
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        if let Some(cwd) = &self.cwd {
+            cmd.current_dir(cwd);
+        }
+        let run = run_tree(cmd, ctx, self.leftovers, &self.exclude_pids)?;
+        if run.interrupted {
+            return Err(WorkloadError::Interrupted);
+        }
+        let mut m = Measurement {
+            metrics: run.metrics(),
+            method: Some(run.method.as_str().to_string()),
+            ..Default::default()
+        };
+        m.artifacts.push(ArtifactData {
+            name: "stdout".into(),
+            media_type: "text/plain".into(),
+            content: tail_bytes(&run.stdout, 64 << 10),
+        });
+        m.artifacts.push(ArtifactData {
+            name: "stderr".into(),
+            media_type: "text/plain".into(),
+            content: tail_bytes(&run.stderr, 64 << 10),
+        });
+        let fail = |msg: String, m: Measurement| {
+            Err(WorkloadError::Failed {
+                message: msg,
+                partial: Box::new(m),
+            })
+        };
+        if run.timed_out {
+            let limit = ctx.timeout.map(|t| t.as_secs_f64()).unwrap_or(0.0);
+            return fail(
+                format!(
+                    "timed out after {limit} s (the [experiment] timeout); last output:\n{}",
+                    run.tail(20)
+                ),
+                m,
+            );
+        }
+        let ok = run.status.map(|s| s.success()).unwrap_or(false);
+        if !ok && !self.allow_failure {
+            let how = run
+                .status
+                .as_ref()
+                .map(describe_status)
+                .unwrap_or_else(|| "unknown status".into());
+            return fail(
+                format!(
+                    "command {:?} failed with {how} (set allow_failure = true if that is expected); last output:\n{}",
+                    program,
+                    run.tail(20)
+                ),
+                m,
+            );
+        }
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        for spec in &self.metrics {
+            match spec.extract(&stdout, &stderr) {
+                Ok(v) => m.metrics.push(v),
+                Err(e) => return fail(e, m),
+            }
+        }
+        Ok(m)
+    }
+}
+
+fn tail_bytes(b: &[u8], n: usize) -> Vec<u8> {
+    b[b.len().saturating_sub(n)..].to_vec()
+}

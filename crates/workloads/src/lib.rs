@@ -1,0 +1,75 @@
+//! perflab-workloads: the things a trial runs and measures.
+//!
+//! A [`Workload`] runs once per trial and returns a [`Measurement`]. The experiment
+//! runner (`perflab-lab`) owns planning, services and storage; a workload only knows
+//! how to do its job and what it measured. Workloads are plain values built from
+//! rendered (placeholder-free) specifications, so they can also be used directly as a
+//! library.
+
+pub mod command;
+pub mod cpuset;
+pub mod metrics;
+pub mod tree;
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use perflab_store::{ArtifactData, HistogramData, MetricValue, SeriesData};
+
+/// What a trial gives its workload.
+#[derive(Debug, Clone)]
+pub struct TrialContext {
+    /// CPUs the workload is pinned to, if any.
+    pub cpus: Option<cpuset::CpuSet>,
+    /// Wall-clock limit of the trial.
+    pub timeout: Option<Duration>,
+    /// Set when the user interrupted the run; the workload stops as soon as it can.
+    pub interrupted: Arc<AtomicBool>,
+    /// Scratch directory of the run.
+    pub run_dir: PathBuf,
+}
+
+/// What a workload measured in one trial.
+#[derive(Debug, Clone, Default)]
+pub struct Measurement {
+    pub metrics: Vec<MetricValue>,
+    pub histograms: Vec<HistogramData>,
+    pub series: Vec<SeriesData>,
+    pub artifacts: Vec<ArtifactData>,
+    /// How it was measured (e.g. `cgroup-v1`, `subreaper`).
+    pub method: Option<String>,
+}
+
+/// Why a trial did not produce a measurement.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    /// The workload ran and failed; the message says how. Partial measurements are kept.
+    #[error("{message}")]
+    Failed {
+        message: String,
+        partial: Box<Measurement>,
+    },
+    /// The user interrupted the trial.
+    #[error("interrupted")]
+    Interrupted,
+    /// The workload could not be started at all.
+    #[error("{0}")]
+    Setup(String),
+}
+
+impl WorkloadError {
+    pub fn failed(message: impl Into<String>) -> WorkloadError {
+        WorkloadError::Failed {
+            message: message.into(),
+            partial: Box::default(),
+        }
+    }
+}
+
+/// One kind of load a trial can run.
+pub trait Workload {
+    /// Runs one trial.
+    fn run(&self, ctx: &TrialContext) -> Result<Measurement, WorkloadError>;
+}
