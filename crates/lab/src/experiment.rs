@@ -152,7 +152,14 @@ impl Experiment {
 }
 
 fn toml_error(loc: &Locator, e: &toml::de::Error) -> FileError {
-    let msg = e.message().trim().to_string();
+    // serde names Rust types; say what a TOML writer would.
+    let msg = e
+        .message()
+        .trim()
+        .replace("expected i64", "expected an integer")
+        .replace("expected u64", "expected a non-negative integer")
+        .replace("expected a borrowed string", "expected a string")
+        .replace("expected f64", "expected a number");
     match e.span() {
         Some(span) => loc.at(span.start, msg),
         None => loc.nowhere(msg),
@@ -612,13 +619,15 @@ fn command_spec(c: &Checker, w: RawCommandWorkload) -> Result<CommandSpec, FileE
                 Source::Regex(re)
             }
             (None, Some(j)) => Source::Json(j.get_ref().clone()),
-            _ => return Err(c.loc.at(
-                at,
-                format!(
+            _ => {
+                return Err(c.loc.at(
+                    at,
+                    format!(
                     "metric {:?} needs exactly one of regex = \"...\" or json = \"path.to.field\"",
                     name.get_ref()
                 ),
-            )),
+                ))
+            }
         };
         if [
             "wall_s",

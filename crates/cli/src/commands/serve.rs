@@ -1,10 +1,195 @@
-//! `perflab serve` — owned by the serve work; replaced wholesale by it.
+//! `perflab serve [DIR]`: the built-in HTTP server (crates/serve) on the command line.
+//!
+//! The first line on stdout is always `listening on http://ADDR:PORT/` (IPv6 in
+//! brackets, the real port when `--port 0`), flushed at once, so scripts and the lab
+//! can read the port; everything else goes to stderr. SIGINT and SIGTERM are blocked
+//! before the workers start (they inherit the mask) and taken with `sigwait` on this
+//! thread, which then stops the server gracefully and exits 0: no signal handler
+//! runs arbitrary code, and no worker is ever interrupted.
+
+use std::io::Write;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use perflab_serve::{ServeError, Server, Strategy};
+
+use crate::exit::InvalidInput;
 
 /// Arguments of `perflab serve`.
 #[derive(Debug, clap::Args)]
-pub struct ServeArgs {}
+#[command(after_help = "Stops gracefully on SIGINT (Ctrl-C) or SIGTERM and exits 0.")]
+pub struct ServeArgs {
+    /// Directory to serve (static files, index.html, directory listings).
+    #[arg(value_name = "DIR", default_value = ".")]
+    pub dir: PathBuf,
 
-pub fn run(_args: &ServeArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("perflab serve is not built yet")
+    /// Port to listen on; 0 lets the OS choose (the first stdout line tells which).
+    #[arg(long, short = 'p', default_value_t = 8080)]
+    pub port: u16,
+
+    /// Address to bind (IPv4 or IPv6).
+    #[arg(long, default_value = "127.0.0.1", value_name = "ADDR")]
+    pub bind: IpAddr,
+
+    /// Worker threads, each with its own epoll loop [default: logical cores].
+    #[arg(long, short = 'w', value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub workers: Option<u32>,
+
+    /// Accept strategy: reuseport (one SO_REUSEPORT listener per worker), shared (one
+    /// listener in every worker: the thundering herd), exclusive (EPOLLEXCLUSIVE),
+    /// mutex (accepts serialized by a lock, like nginx's accept_mutex).
+    #[arg(long, default_value = "reuseport", value_name = "STRATEGY", value_parser = parse_strategy)]
+    pub accept: Strategy,
+
+    /// Answer every request with a fixed small page (for load tests).
+    #[arg(long)]
+    pub hello: bool,
+
+    /// Log one line per request to stderr.
+    #[arg(long)]
+    pub access_log: bool,
+
+    /// Connections open at once; more are answered 503 and closed.
+    #[arg(long, value_name = "N", default_value_t = 65_536)]
+    pub max_connections: usize,
+
+    /// Request and idle keep-alive timeout (e.g. 10s, 500ms, 2m).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub timeout: Duration,
+}
+
+fn parse_strategy(s: &str) -> Result<Strategy, String> {
+    s.parse().map_err(|e: ServeError| e.to_string())
+}
+
+/// `10s`, `500ms`, `1.5s`, `2m`, `1h`, or a bare number of seconds.
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (expected e.g. 10s, 500ms, 2m)"))?;
+    let secs = match unit.trim() {
+        "" | "s" => value,
+        "ms" => value / 1000.0,
+        "m" | "min" => value * 60.0,
+        "h" => value * 3600.0,
+        u => {
+            return Err(format!(
+                "unknown unit {u:?} in {s:?} (expected ms, s, m or h)"
+            ))
+        }
+    };
+    if !(secs > 0.0 && secs < 1e9) {
+        return Err(format!("{s:?}: the timeout must be longer than zero"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// The signals that stop the server, blocked on this thread and inherited by workers.
+fn block_stop_signals() -> anyhow::Result<libc::sigset_t> {
+    // SAFETY: sigset_t is plain data; it is initialized by sigemptyset before use,
+    // and pthread_sigmask only reads it.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        let rc = libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        if rc != 0 {
+            anyhow::bail!("cannot block SIGINT/SIGTERM: error {rc}");
+        }
+        Ok(set)
+    }
+}
+
+/// Waits for one of the blocked signals; returns its name.
+fn wait_for_signal(set: &libc::sigset_t) -> &'static str {
+    loop {
+        let mut sig: libc::c_int = 0;
+        // SAFETY: `set` is an initialized sigset_t and `sig` a live int.
+        if unsafe { libc::sigwait(set, &mut sig) } == 0 {
+            return if sig == libc::SIGINT {
+                "SIGINT"
+            } else {
+                "SIGTERM"
+            };
+        }
+    }
+}
+
+pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    let mut builder = Server::builder()
+        .bind(SocketAddr::new(args.bind, args.port))
+        .accept(args.accept)
+        .hello(args.hello)
+        .access_log(args.access_log)
+        .max_connections(args.max_connections)
+        .timeout(args.timeout);
+    if let Some(n) = args.workers {
+        builder = builder.workers(n as usize);
+    }
+    if !args.hello {
+        builder = builder.root(&args.dir);
+    }
+    let config = builder.build().map_err(invalid)?;
+    let signals = block_stop_signals()?;
+    let mut server = Server::start(config.clone()).map_err(|e| match e {
+        ServeError::Root { .. } | ServeError::RootNotDir(_) => invalid(e),
+        e => anyhow::Error::new(e).context("perflab serve could not start"),
+    })?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "listening on http://{}/", server.local_addr())?;
+    out.flush()?;
+    drop(out);
+    let what = if args.hello {
+        "hello page".to_string()
+    } else {
+        format!("files from {}", args.dir.display())
+    };
+    eprintln!(
+        "perflab serve: {what}, {} workers, accept {}, timeout {:?}; Ctrl-C to stop",
+        config.workers, config.accept, config.request_timeout
+    );
+    let signal = wait_for_signal(&signals);
+    eprintln!("perflab serve: {signal}, stopping");
+    server.stop().context("stopping the server")?;
+    let st = server.stats();
+    eprintln!(
+        "perflab serve: answered {} requests on {} connections",
+        st.requests, st.accepted
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn invalid(e: ServeError) -> anyhow::Error {
+    anyhow::Error::new(InvalidInput(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("ten").is_err());
+        assert!(parse_duration("5 fortnights").is_err());
+    }
+
+    #[test]
+    fn strategies() {
+        assert_eq!(parse_strategy("mutex"), Ok(Strategy::Mutex));
+        assert!(parse_strategy("herd").is_err());
+    }
 }

@@ -1,0 +1,110 @@
+//! Helpers shared by the CLI integration tests: a scratch directory with its own
+//! store, and a way to run `perflab` in it.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+
+pub struct Lab {
+    pub dir: tempfile::TempDir,
+}
+
+impl Lab {
+    pub fn new() -> Lab {
+        Lab {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub fn store(&self) -> PathBuf {
+        self.path("results.db")
+    }
+
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.path(name);
+        std::fs::write(&p, text).expect("write file");
+        p
+    }
+
+    /// `perflab ARGS` with this lab's store, cwd in the lab dir, bounded in time.
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::cargo_bin("perflab").expect("perflab binary");
+        c.current_dir(self.dir.path())
+            .env("PERFLAB_STORE", self.store())
+            .env_remove("PERFLAB_NO_CGROUP")
+            .timeout(Duration::from_secs(120));
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd().args(args).output().expect("run perflab")
+    }
+
+    pub fn json(&self, args: &[&str]) -> serde_json::Value {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "perflab {args:?} failed: {}",
+            stderr(&out)
+        );
+        serde_json::from_slice(&out.stdout).expect("JSON output")
+    }
+
+    pub fn open_store(&self) -> perflab_store::Store {
+        perflab_store::Store::open(self.store()).expect("open store")
+    }
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Waits for a condition, polling, up to a deadline.
+pub fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    f()
+}
+
+/// Metric `name` of the config whose params contain `key=value`, from `show --json`.
+pub fn metric<'a>(
+    show: &'a serde_json::Value,
+    key: &str,
+    value: &serde_json::Value,
+    name: &str,
+) -> &'a serde_json::Value {
+    show["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| &c["params"][key] == value)
+        .and_then(|c| {
+            c["metrics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["name"] == name)
+        })
+        .unwrap_or_else(|| panic!("no metric {name} for {key}={value} in {show}"))
+}
+
+pub fn exists(p: &Path) -> bool {
+    p.exists()
+}
