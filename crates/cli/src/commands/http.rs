@@ -1,10 +1,287 @@
-//! `perflab http` — owned by the http work; replaced wholesale by it.
+//! `perflab http URL`: one HTTP load test — closed loop, open loop at a rate, a ramp,
+//! or a knee search — on the `perflab-load` engine.
+//!
+//! This file only turns flags into a [`perflab_load::LoadSpec`], checks it (every
+//! input error exits 2 before a byte is sent), runs it with a live line on stderr when
+//! that is a terminal, prints the table (or `--json`), and maps the outcome to the exit
+//! codes: 0 ok, 1 could not run, 2 bad input, 4 completed but some requests failed.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context;
+use perflab_load::{
+    parse_duration, parse_fraction, parse_header, parse_rate, LoadError, LoadSpec, Observer, Ramp,
+    RampOver, Report, SecondPoint, Slo, SpecError, Step,
+};
+
+use crate::exit::{InvalidInput, FAILURES};
+
+const HTTP_HELP: &str = "\
+Examples:
+  perflab http -c 10 -d 10s http://127.0.0.1:8080/
+  perflab http --rate 2000 -c 10 -d 30s --hdr-log run.hlog http://127.0.0.1:8080/
+  perflab http --ramp 1000:10000:10 --step-duration 5s http://127.0.0.1:8080/
+  perflab http --find-max --slo 'p99<20ms' --max-error-rate 0.1% http://127.0.0.1:8080/
+
+Durations: 10s, 500ms, 1m30s. Rates: 400, 2.5k. Open-loop latency is measured from the
+intended send time (coordinated omission corrected); the uncorrected latency is shown beside.
+
+Exit codes: 0 ok, 1 could not run, 2 bad input (nothing was sent),
+            4 the run completed but some requests failed (errors or status >= 400).";
 
 /// Arguments of `perflab http`.
 #[derive(Debug, clap::Args)]
-pub struct HttpArgs {}
+#[command(after_help = HTTP_HELP)]
+pub struct HttpArgs {
+    /// Target URL: http://HOST[:PORT][/PATH].
+    #[arg(value_name = "URL", required_unless_present = "urls_file")]
+    pub url: Option<String>,
 
-pub fn run(_args: &HttpArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("perflab http is not built yet")
+    /// Connections (open loop: the initial connections).
+    #[arg(short = 'c', long, value_name = "N", default_value_t = 10)]
+    pub connections: usize,
+
+    /// Worker threads [default: min(logical cores, connections)].
+    #[arg(short = 't', long, value_name = "N")]
+    pub threads: Option<usize>,
+
+    /// Recorded duration [default: 10s unless -n is given].
+    #[arg(short = 'd', long, value_name = "DURATION")]
+    pub duration: Option<String>,
+
+    /// Stop after this many requests (closed loop).
+    #[arg(short = 'n', long, value_name = "TOTAL")]
+    pub requests: Option<u64>,
+
+    /// Unrecorded load before the recorded part.
+    #[arg(long, value_name = "DURATION")]
+    pub warmup: Option<String>,
+
+    /// Open loop: constant arrival rate, requests/s.
+    #[arg(long, value_name = "R", allow_hyphen_values = true)]
+    pub rate: Option<String>,
+
+    /// Open loop: most connections when all are busy [default: 10 × -c].
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+
+    /// Stepwise ramp START:END:STEPS of the rate (or of -c with --ramp-over connections).
+    #[arg(long, value_name = "START:END:STEPS")]
+    pub ramp: Option<String>,
+
+    /// What --ramp varies.
+    #[arg(long, value_name = "WHAT", default_value = "rate", value_parser = ["rate", "connections"])]
+    pub ramp_over: String,
+
+    /// Duration of each ramp / find-max step [default: -d / STEPS, else 5s].
+    #[arg(long, value_name = "DURATION")]
+    pub step_duration: Option<String>,
+
+    /// Knee search: the highest rate that meets --slo.
+    #[arg(long)]
+    pub find_max: bool,
+
+    /// Objective for --find-max, e.g. 'p99<20ms' or 'p50<5ms,p99.9<50ms'.
+    #[arg(long, value_name = "SLO")]
+    pub slo: Option<String>,
+
+    /// Highest error rate a find-max step may have, e.g. 0.1% [default: 0.1%].
+    #[arg(long, value_name = "FRACTION")]
+    pub max_error_rate: Option<String>,
+
+    /// Request method.
+    #[arg(short = 'm', long, default_value = "GET")]
+    pub method: String,
+
+    /// Extra request header, `Name: value` (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+
+    /// Request body.
+    #[arg(long, value_name = "STR", conflicts_with = "body_file")]
+    pub body: Option<String>,
+
+    /// Request body from a file.
+    #[arg(long, value_name = "FILE")]
+    pub body_file: Option<PathBuf>,
+
+    /// More URLs, one per line (siege's URL file); used round-robin.
+    #[arg(long, value_name = "FILE")]
+    pub urls_file: Option<PathBuf>,
+
+    /// Pick URLs at random instead of round-robin.
+    #[arg(long)]
+    pub random: bool,
+
+    /// A new connection for every request.
+    #[arg(long)]
+    pub no_keepalive: bool,
+
+    /// Requests in flight per connection (closed loop).
+    #[arg(long, value_name = "DEPTH", default_value_t = 1)]
+    pub pipeline: usize,
+
+    /// Per-request timeout.
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub timeout: String,
+
+    /// Connect timeout.
+    #[arg(long, value_name = "DURATION", default_value = "5s")]
+    pub connect_timeout: String,
+
+    /// Print the report as JSON (see docs/json.md).
+    #[arg(long)]
+    pub json: bool,
+
+    /// Write an HdrHistogram interval log (one histogram per second, µs).
+    #[arg(long, value_name = "FILE")]
+    pub hdr_log: Option<PathBuf>,
+}
+
+/// Builds the engine's spec from the flags.
+pub fn spec_from_args(a: &HttpArgs) -> Result<LoadSpec, SpecError> {
+    let dur = |field, v: &Option<String>| v.as_deref().map(|s| parse_duration(field, s)).transpose();
+    let over = if a.ramp_over == "connections" { RampOver::Connections } else { RampOver::Rate };
+    let spec = LoadSpec {
+        urls: a.url.iter().cloned().collect(),
+        urls_file: a.urls_file.clone(),
+        random: a.random,
+        method: a.method.clone(),
+        headers: a.headers.iter().map(|h| parse_header(h)).collect::<Result<_, _>>()?,
+        body: a.body.as_ref().map(|b| b.clone().into_bytes()),
+        body_file: a.body_file.clone(),
+        connections: a.connections,
+        threads: a.threads,
+        duration: dur("duration", &a.duration)?,
+        requests: a.requests,
+        warmup: dur("warmup", &a.warmup)?.unwrap_or_default(),
+        rate: a.rate.as_deref().map(|r| parse_rate("rate", r)).transpose()?,
+        max_connections: a.max_connections,
+        ramp: a.ramp.as_deref().map(|r| Ramp::parse(r, over)).transpose()?,
+        step_duration: dur("step-duration", &a.step_duration)?,
+        find_max: a.find_max,
+        slo: a.slo.as_deref().map(Slo::parse).transpose()?,
+        max_error_rate: match &a.max_error_rate {
+            Some(f) => parse_fraction("max-error-rate", f)?,
+            None => LoadSpec::default().max_error_rate,
+        },
+        keepalive: !a.no_keepalive,
+        pipeline: a.pipeline,
+        timeout: parse_duration("timeout", &a.timeout)?,
+        connect_timeout: parse_duration("connect-timeout", &a.connect_timeout)?,
+        hdr_log: a.hdr_log.clone(),
+    };
+    spec.validate()?;
+    Ok(spec)
+}
+
+/// Runs `perflab http`.
+pub fn run(args: &HttpArgs) -> anyhow::Result<ExitCode> {
+    let spec = spec_from_args(args).map_err(invalid)?;
+    // Resolves hosts and reads files: still nothing sent.
+    perflab_load::check(&spec).map_err(invalid)?;
+    let live = !quiet_flag() && !args.json && std::io::stderr().is_terminal();
+    let mut observer = LiveLine::new(live);
+    let report = match perflab_load::run_with(&spec, &mut observer) {
+        Ok(r) => r,
+        Err(LoadError::Spec(e)) => return Err(invalid(e)),
+        Err(e) => return Err(anyhow::Error::new(e).context("cannot run the load test")),
+    };
+    observer.clear();
+    record_into_store(&spec, &report).context("cannot record the run into the store")?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        writeln!(out)?;
+        for w in &report.warnings {
+            eprintln!("warning: {w}");
+        }
+    } else {
+        write!(out, "{}", perflab_load::text::render(&report))?;
+    }
+    out.flush()?;
+    Ok(if report.failed() > 0 {
+        ExitCode::from(FAILURES)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Records the run into the results store as a one-trial run (metrics `rps`, `mbps`,
+/// `latency_p50/p90/p99/p999_ms`, `latency_mean_ms`, `errors`, `error_rate`,
+/// `client_cpu_per_req_us`, and the histogram `report.histogram_bytes()`).
+///
+/// TODO(lead): wire to perflab-store once its API lands; until then nothing is stored.
+pub fn record_into_store(_spec: &LoadSpec, _report: &Report) -> anyhow::Result<()> {
+    Ok(())
+}
+
+fn invalid(e: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::Error::new(InvalidInput(format!("{e} (see `perflab http --help`)")))
+}
+
+/// The global `--quiet` lives on the top-level parser; `run` only gets the http
+/// arguments, so look for it on the command line.
+fn quiet_flag() -> bool {
+    std::env::args().skip(1).any(|a| a == "-q" || a == "--quiet")
+}
+
+/// One line per second on stderr, rewritten in place; one line per finished step.
+struct LiveLine {
+    on: bool,
+    started: Instant,
+    drawn: bool,
+}
+
+impl LiveLine {
+    fn new(on: bool) -> Self {
+        LiveLine {
+            on,
+            started: Instant::now(),
+            drawn: false,
+        }
+    }
+
+    fn clear(&mut self) {
+        if self.drawn {
+            eprint!("\r\x1b[K");
+            self.drawn = false;
+        }
+    }
+}
+
+impl Observer for LiveLine {
+    fn second(&mut self, p: &SecondPoint) {
+        if self.on {
+            eprint!(
+                "\r\x1b[K  {:>4} s  {:>10.0} req/s  p99 {:>8.3} ms  errors {}",
+                self.started.elapsed().as_secs(),
+                p.rps,
+                p.p99_ms,
+                p.errors
+            );
+            self.drawn = true;
+        }
+    }
+
+    fn step(&mut self, s: &Step) {
+        if self.on {
+            self.clear();
+            let verdict = match s.passed {
+                Some(true) => "  meets the SLO",
+                Some(false) => "  breaks the SLO",
+                None => "",
+            };
+            eprintln!(
+                "  step {:>10.1}: {:>10.0} req/s  p99 {:>8.3} ms  errors {:.2} %{verdict}",
+                s.target,
+                s.rps,
+                s.latency_ms.p99,
+                s.error_rate * 100.0
+            );
+        }
+    }
 }

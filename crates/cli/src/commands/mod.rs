@@ -1,7 +1,10 @@
 //! One module per subcommand.
 
+pub mod compare;
 pub mod completions;
+pub mod export;
 pub mod http;
+pub mod import;
 pub mod run;
 pub mod runs;
 pub mod serve;
