@@ -167,3 +167,72 @@ fn show_without_runs_says_how_to_start() {
     assert_ne!(out.status.code(), Some(0));
     assert!(stderr(&out).contains("perflab run"), "{}", stderr(&out));
 }
+
+#[test]
+fn auto_repetitions_add_rounds_until_precise_or_the_maximum() {
+    let lab = Lab::new();
+    // Noise-free metric: precise at the minimum.
+    let steady = lab.write(
+        "steady.toml",
+        "[experiment]\nrepetitions = \"auto\"\nmin_repetitions = 3\nmax_repetitions = 8\ntarget_precision = \"1%\"\nwarmup = 0\nnoise_check = false\n[matrix]\nx = [1, 2]\n[workload]\nkind = \"command\"\ncommand = \"echo v=100\"\nmetrics.v = { regex = 'v=(\\d+)' }\n",
+    );
+    let out = lab.run(&["run", steady.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("precision target met"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(lab.open_store().latest_run().unwrap().trials_ok, 6);
+
+    // Alternating 50/150: never within 1 %: stops at the maximum and says so.
+    let noisy = lab.write(
+        "noisy.toml",
+        "[experiment]\nrepetitions = \"auto\"\nmin_repetitions = 3\nmax_repetitions = 5\ntarget_precision = 0.01\nwarmup = 0\nnoise_check = false\n[workload]\nkind = \"command\"\ncommand = \"sh -c 'echo v=$(( {repetition} % 2 * 100 + 50 ))'\"\nmetrics.v = { regex = 'v=(\\d+)' }\n",
+    );
+    let out = lab.run(&["run", noisy.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("max_repetitions (5) reached") && err.contains("v of -"),
+        "{err}"
+    );
+    let store = lab.open_store();
+    let run = store.latest_run().unwrap();
+    assert_eq!(run.trials_ok, 5);
+    let reps: Vec<u32> = store
+        .trials(run.id)
+        .unwrap()
+        .iter()
+        .map(|t| t.repetition)
+        .collect();
+    assert_eq!(reps, vec![1, 2, 3, 4, 5]);
+}
+
+#[test]
+fn auto_repetitions_reject_sequential_order_and_bad_targets() {
+    let lab = Lab::new();
+    for (text, words) in [
+        (
+            "[experiment]\nrepetitions = \"auto\"\norder = \"sequential\"\n",
+            "cannot be combined",
+        ),
+        (
+            "[experiment]\nrepetitions = \"auto\"\ntarget_precision = \"two\"\n",
+            "target_precision",
+        ),
+        ("[experiment]\nrepetitions = \"many\"\n", "\"auto\""),
+        (
+            "[experiment]\nprimary = [\"nope\"]\n",
+            "primary metric \"nope\"",
+        ),
+    ] {
+        let f = lab.write(
+            "bad.toml",
+            &format!("{text}[workload]\nkind = \"command\"\ncommand = \"true\"\n"),
+        );
+        let out = lab.run(&["run", f.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{text}");
+        assert!(stderr(&out).contains(words), "{text}: {}", stderr(&out));
+    }
+}

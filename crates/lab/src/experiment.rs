@@ -18,6 +18,15 @@ use crate::error::{FileError, Locator};
 use crate::raw::*;
 use crate::template::{Template, BUILTINS};
 
+/// Metrics every command trial records.
+pub const BUILTIN_METRICS: &[&str] = &[
+    "wall_s",
+    "user_s",
+    "sys_s",
+    "peak_rss_bytes",
+    "max_process_rss_bytes",
+];
+
 /// How trials are ordered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Order {
@@ -32,6 +41,28 @@ impl Order {
             Order::Interleaved => "interleaved",
             Order::Random => "random",
             Order::Sequential => "sequential",
+        }
+    }
+}
+
+/// How many repetitions: fixed, or added round by round until precise enough.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Repetitions {
+    Fixed(u32),
+    Auto {
+        min: u32,
+        max: u32,
+        /// CI half-width / |mean| to reach, e.g. 0.02.
+        target: f64,
+    },
+}
+
+impl Repetitions {
+    /// Repetitions planned up front (the minimum for `auto`).
+    pub fn initial(&self) -> u32 {
+        match self {
+            Repetitions::Fixed(n) => *n,
+            Repetitions::Auto { min, .. } => *min,
         }
     }
 }
@@ -94,7 +125,12 @@ pub struct Experiment {
     pub path: PathBuf,
     /// The file, verbatim (stored with the run; `--resume` re-reads it from the store).
     pub text: String,
-    pub repetitions: u32,
+    pub repetitions: Repetitions,
+    /// Metrics whose precision `repetitions = "auto"` watches (empty: the workload's
+    /// named metrics, else `wall_s`).
+    pub primary: Vec<String>,
+    /// Measure machine noise before the run and warn when it is high.
+    pub noise_check: bool,
     pub warmup: u32,
     pub order: Order,
     pub seed: Option<u64>,
@@ -298,12 +334,32 @@ fn build<W>(
     let opt_t = |s: &Option<SStr>| s.as_ref().map(|s| c.command(s, true)).transpose();
     let service = raw.service.map(|s| service(&c, s)).transpose()?;
     let workload = workload(&c, raw.workload)?;
+    if let Some(primary) = &e.primary {
+        let WorkloadSpec::Command(cmd) = &workload;
+        for p in primary {
+            let known = BUILTIN_METRICS.contains(&p.get_ref().as_str())
+                || cmd.metrics.iter().any(|m| &m.name == p.get_ref());
+            if !known {
+                return Err(loc.at(
+                    p.span().start,
+                    format!("primary metric {:?} is not measured: expected one of the workload's metrics or {}", p.get_ref(), BUILTIN_METRICS.join(", ")),
+                ));
+            }
+        }
+    }
     Ok(Experiment {
         name,
         description: e.description.clone(),
         path: loc.path.to_path_buf(),
         text: loc.text.to_string(),
-        repetitions: positive(&e.repetitions, "repetitions", 5, 1)?,
+        repetitions: repetitions(loc, &e, order)?,
+        primary: e
+            .primary
+            .iter()
+            .flatten()
+            .map(|p| p.get_ref().clone())
+            .collect(),
+        noise_check: e.noise_check.unwrap_or(true),
         warmup: positive(&e.warmup, "warmup", 1, 0)?,
         order,
         seed,
@@ -317,6 +373,85 @@ fn build<W>(
         service,
         workload,
     })
+}
+
+fn repetitions(loc: &Locator, e: &RawExperiment, order: Order) -> Result<Repetitions, FileError> {
+    let int = |v: &Option<Spanned<i64>>, what: &str, default: u32| match v {
+        None => Ok(default),
+        Some(s) if *s.get_ref() < 1 || *s.get_ref() > 100_000 => Err(loc.at(
+            s.span().start,
+            format!(
+                "{what} must be an integer from 1 to 100000, found {}",
+                s.get_ref()
+            ),
+        )),
+        Some(s) => Ok(*s.get_ref() as u32),
+    };
+    let Some(r) = &e.repetitions else {
+        for (v, what) in [
+            (&e.min_repetitions, "min_repetitions"),
+            (&e.max_repetitions, "max_repetitions"),
+        ] {
+            if let Some(s) = v {
+                return Err(loc.at(
+                    s.span().start,
+                    format!("{what} only applies with repetitions = \"auto\""),
+                ));
+            }
+        }
+        return Ok(Repetitions::Fixed(5));
+    };
+    match r.get_ref() {
+        toml::Value::Integer(n) if (1..=100_000).contains(n) => Ok(Repetitions::Fixed(*n as u32)),
+        toml::Value::String(s) if s == "auto" => {
+            if order == Order::Sequential {
+                return Err(loc.at(
+                    r.span().start,
+                    "repetitions = \"auto\" adds interleaved rounds: it cannot be combined with order = \"sequential\"",
+                ));
+            }
+            let min = int(&e.min_repetitions, "min_repetitions", 5)?;
+            let max = int(&e.max_repetitions, "max_repetitions", 30)?;
+            if min < 2 || max < min {
+                let at = e
+                    .min_repetitions
+                    .as_ref()
+                    .or(e.max_repetitions.as_ref())
+                    .map(|s| s.span().start)
+                    .unwrap_or(r.span().start);
+                return Err(loc.at(
+                    at,
+                    format!("need 2 <= min_repetitions <= max_repetitions, found {min} and {max}"),
+                ));
+            }
+            let target = match &e.target_precision {
+                None => 0.02,
+                Some(t) => {
+                    let v = match t.get_ref() {
+                        toml::Value::Float(f) => Some(*f),
+                        toml::Value::String(s) => s
+                            .trim()
+                            .strip_suffix('%')
+                            .and_then(|p| p.trim().parse::<f64>().ok())
+                            .map(|p| p / 100.0),
+                        _ => None,
+                    };
+                    match v {
+                        Some(v) if v > 0.0 && v < 1.0 => v,
+                        _ => return Err(loc.at(t.span().start, "target_precision must be a fraction like 0.02 or a percentage like \"2%\" (between 0 and 100 %)")),
+                    }
+                }
+            };
+            Ok(Repetitions::Auto { min, max, target })
+        }
+        _ => Err(loc.at(
+            r.span().start,
+            format!(
+                "repetitions must be an integer from 1 to 100000 or \"auto\", found {}",
+                r.get_ref()
+            ),
+        )),
+    }
 }
 
 fn matrix(loc: &Locator, raw: RawMatrix) -> Result<Vec<Param>, FileError> {

@@ -6,6 +6,7 @@
 pub mod env;
 pub mod error;
 pub mod experiment;
+pub mod noise;
 pub mod plan;
 mod raw;
 pub mod runner;

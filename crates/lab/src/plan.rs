@@ -94,10 +94,10 @@ pub fn plan(exp: &Experiment, n_configs: usize, seed: u64) -> Vec<PlannedTrial> 
             });
         }
     }
-    let mut recorded = Vec::with_capacity(n_configs * exp.repetitions as usize);
+    let mut recorded = Vec::with_capacity(n_configs * exp.repetitions.initial() as usize);
     match exp.order {
         Order::Interleaved | Order::Random => {
-            for r in 1..=exp.repetitions {
+            for r in 1..=exp.repetitions.initial() {
                 for c in 0..n_configs {
                     recorded.push((c, r));
                 }
@@ -105,7 +105,7 @@ pub fn plan(exp: &Experiment, n_configs: usize, seed: u64) -> Vec<PlannedTrial> 
         }
         Order::Sequential => {
             for c in 0..n_configs {
-                for r in 1..=exp.repetitions {
+                for r in 1..=exp.repetitions.initial() {
                     recorded.push((c, r));
                 }
             }
@@ -132,6 +132,34 @@ pub fn plan(exp: &Experiment, n_configs: usize, seed: u64) -> Vec<PlannedTrial> 
             }),
     );
     out
+}
+
+/// One more round of every config (repetition `rep`), for `repetitions = "auto"`;
+/// shuffled with a per-round seed for random order. Ordinals continue from `after`.
+pub fn round(
+    exp: &Experiment,
+    n_configs: usize,
+    seed: u64,
+    rep: u32,
+    after: u32,
+) -> Vec<PlannedTrial> {
+    let mut configs: Vec<usize> = (0..n_configs).collect();
+    if exp.order == Order::Random {
+        shuffle(
+            &mut configs,
+            seed ^ (rep as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        );
+    }
+    configs
+        .into_iter()
+        .enumerate()
+        .map(|(i, config)| PlannedTrial {
+            config,
+            repetition: rep,
+            ordinal: after + i as u32 + 1,
+            warmup: false,
+        })
+        .collect()
 }
 
 /// SplitMix64 (Steele, Lea & Flood 2014): small, fast, stable forever.

@@ -38,7 +38,12 @@ pub struct KindOnly {
 pub struct RawExperiment {
     pub name: Option<SStr>,
     pub description: Option<String>,
-    pub repetitions: Option<Spanned<i64>>,
+    pub repetitions: Option<Spanned<toml::Value>>,
+    pub min_repetitions: Option<Spanned<i64>>,
+    pub max_repetitions: Option<Spanned<i64>>,
+    pub target_precision: Option<Spanned<toml::Value>>,
+    pub primary: Option<Vec<SStr>>,
+    pub noise_check: Option<bool>,
     pub warmup: Option<Spanned<i64>>,
     pub order: Option<SStr>,
     pub seed: Option<Spanned<i64>>,

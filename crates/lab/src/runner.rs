@@ -81,6 +81,19 @@ pub fn run(
     let _ = perflab_workloads::tree::become_subreaper();
     let host = crate::env::host();
     let configs = plan::configs(exp);
+    let noise = if exp.noise_check && opts.resume.is_none() {
+        let cv = crate::noise::measure();
+        if cv > crate::noise::THRESHOLD {
+            obs.warn(&format!(
+                "this machine is noisy right now: a fixed CPU loop varied by {:.1}% (CV) between runs (> {:.0}%); widen repetitions, pin CPUs (cpus = \"1\") or stop other work",
+                cv * 100.0,
+                crate::noise::THRESHOLD * 100.0
+            ));
+        }
+        Some(cv)
+    } else {
+        None
+    };
     let (run_id, seed, done) = match opts.resume {
         Some(id) => {
             let row = store.run(id)?;
@@ -121,6 +134,7 @@ pub fn run(
                         "perflab": env!("CARGO_PKG_VERSION"),
                         "order": exp.order.as_str(),
                         "cwd": std::env::current_dir().ok(),
+                        "noise_cv": noise,
                     }),
                 },
                 host_id,
@@ -163,7 +177,7 @@ pub fn run(
         failed: 0,
     };
     obs.started(run_id, todo.len());
-    let status = r.execute(&todo);
+    let status = r.execute(&todo, seed);
     store.finish_run(run_id, status)?;
     let row = store.run(run_id)?;
     Ok(RunOutcome {
@@ -258,8 +272,9 @@ impl Runner<'_> {
         v
     }
 
-    fn execute(&mut self, todo: &[PlannedTrial]) -> RunStatus {
+    fn execute(&mut self, todo: &[PlannedTrial], seed: u64) -> RunStatus {
         let mut interrupted = false;
+        let first = todo.first().copied();
         if !todo.is_empty() {
             if let Some(setup) = &self.exp.setup {
                 let vars = self.vars(&todo[0]);
@@ -274,6 +289,119 @@ impl Runner<'_> {
                 }
             }
         }
+        if first.is_some() {
+            interrupted = self.run_trials(todo);
+        }
+        if !interrupted {
+            interrupted = self.adaptive(seed);
+        }
+        let mut sink = Measurement::default();
+        self.stop_service(&mut sink);
+        if let (Some(td), Some(t)) = (&self.exp.teardown, first) {
+            let vars = self.vars(&t);
+            if let Err(e) = self.hook("teardown", &td.render(&vars)) {
+                self.obs.warn(&format!("teardown failed: {e}"));
+            }
+        }
+        if interrupted || self.is_interrupted() {
+            return RunStatus::Interrupted;
+        }
+        let all = self.store.run(self.run_id);
+        match all {
+            Ok(r) if r.trials_failed > 0 => RunStatus::CompleteWithFailures,
+            Ok(r) if r.trials_interrupted > 0 => RunStatus::Interrupted,
+            _ => RunStatus::Complete,
+        }
+    }
+
+    /// `repetitions = "auto"`: adds interleaved rounds until every primary metric of
+    /// every config is precise enough, or the maximum is reached. Says which.
+    fn adaptive(&mut self, seed: u64) -> bool {
+        let crate::experiment::Repetitions::Auto { max, target, .. } = self.exp.repetitions else {
+            return false;
+        };
+        loop {
+            let (reps, worst) = self.precision();
+            match worst {
+                None => {
+                    self.obs.warn(&format!(
+                        "repetitions = \"auto\": no primary metric was measured; stopping after {reps} repetitions"
+                    ));
+                    return false;
+                }
+                Some((_, _, p)) if p <= target => {
+                    self.obs.warn(&format!(
+                        "precision target met: every primary metric's 95% CI is within ±{:.1}% of its mean after {reps} repetitions",
+                        target * 100.0
+                    ));
+                    return false;
+                }
+                Some((label, metric, p)) => {
+                    if reps >= max {
+                        self.obs.warn(&format!(
+                            "max_repetitions ({max}) reached before the precision target: {metric} of {label} is at ±{:.1}% (target ±{:.1}%)",
+                            p * 100.0,
+                            target * 100.0
+                        ));
+                        return false;
+                    }
+                    let after = self
+                        .store
+                        .trials(self.run_id)
+                        .map(|t| t.iter().map(|t| t.ordinal).max().unwrap_or(0))
+                        .unwrap_or(0);
+                    let round = plan::round(self.exp, self.configs.len(), seed, reps + 1, after);
+                    self.obs.started(self.run_id, round.len());
+                    if self.run_trials(&round) {
+                        return true;
+                    }
+                }
+            }
+        }
+    }
+
+    /// (repetitions done by every config, the least precise primary metric as
+    /// (config, metric, CI half-width / |mean|)), from the store.
+    fn precision(&self) -> (u32, Option<(String, String, f64)>) {
+        let Ok(summary) = crate::summary::summarize_run(self.store, self.run_id, 0.95) else {
+            return (0, None);
+        };
+        let named: Vec<String> = match &self.exp.workload {
+            WorkloadSpec::Command(c) => c.metrics.iter().map(|m| m.name.clone()).collect(),
+        };
+        let primary: Vec<String> = if !self.exp.primary.is_empty() {
+            self.exp.primary.clone()
+        } else if !named.is_empty() {
+            named
+        } else {
+            vec!["wall_s".into()]
+        };
+        let mut reps = u32::MAX;
+        let mut worst: Option<(String, String, f64)> = None;
+        for c in &summary.configs {
+            let n = c.metrics.iter().map(|m| m.stats.n).max().unwrap_or(0) as u32;
+            reps = reps.min(n);
+            for m in c.metrics.iter().filter(|m| primary.contains(&m.name)) {
+                let p = if m.stats.mean == 0.0 && m.stats.ci_half_width() == 0.0 {
+                    0.0
+                } else {
+                    m.stats.ci_half_width() / m.stats.mean.abs()
+                };
+                let p = if p.is_finite() { p } else { f64::INFINITY };
+                if worst.as_ref().is_none_or(|w| p > w.2) {
+                    worst = Some((crate::summary::params_label(&c.params), m.name.clone(), p));
+                }
+            }
+        }
+        if summary.configs.is_empty() {
+            reps = 0;
+        }
+        (reps, worst)
+    }
+
+    /// Runs trials in order; true when interrupted.
+    fn run_trials(&mut self, todo: &[PlannedTrial]) -> bool {
+        let mut interrupted = false;
         for (i, t) in todo.iter().enumerate() {
             if self.is_interrupted() {
                 interrupted = true;
@@ -338,23 +466,7 @@ impl Runner<'_> {
                 break;
             }
         }
-        let mut sink = Measurement::default();
-        self.stop_service(&mut sink);
-        if let (Some(td), Some(t)) = (&self.exp.teardown, todo.first()) {
-            let vars = self.vars(t);
-            if let Err(e) = self.hook("teardown", &td.render(&vars)) {
-                self.obs.warn(&format!("teardown failed: {e}"));
-            }
-        }
-        if interrupted || self.is_interrupted() {
-            return RunStatus::Interrupted;
-        }
-        let all = self.store.run(self.run_id);
-        match all {
-            Ok(r) if r.trials_failed > 0 => RunStatus::CompleteWithFailures,
-            Ok(r) if r.trials_interrupted > 0 => RunStatus::Interrupted,
-            _ => RunStatus::Complete,
-        }
+        interrupted
     }
 
     fn stop_service(&mut self, m: &mut Measurement) {

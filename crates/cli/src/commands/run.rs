@@ -135,12 +135,20 @@ pub fn run(g: &Global, a: &RunArgs) -> anyhow::Result<ExitCode> {
 
 fn print_plan(exp: &Experiment) {
     let configs = perflab_lab::plan::configs(exp);
+    let reps = exp.repetitions.initial();
+    let auto = match &exp.repetitions {
+        perflab_lab::experiment::Repetitions::Auto { max, target, .. } => format!(
+            " at first, then more rounds until every primary metric's CI is within ±{:.1}% of its mean (at most {max})",
+            target * 100.0
+        ),
+        _ => String::new(),
+    };
     println!(
-        "{}: {} config(s) × {} repetition(s) = {} trials (+ {} warm-up), order {}",
+        "{}: {} config(s) × {} repetition(s) = {} trials (+ {} warm-up){auto}, order {}",
         exp.name,
         configs.len(),
-        exp.repetitions,
-        configs.len() * exp.repetitions as usize,
+        reps,
+        configs.len() * reps as usize,
         configs.len() * exp.warmup as usize,
         exp.order.as_str()
     );

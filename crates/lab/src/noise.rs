@@ -1,0 +1,36 @@
+//! The noise check: before a run, a short fixed CPU loop is timed a few times; when
+//! its coefficient of variation is high, the machine is busy or throttling and small
+//! differences between configs will drown. Costs about 0.2 s.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+/// CV above which the run is warned about.
+pub const THRESHOLD: f64 = 0.03;
+
+fn spin(iterations: u64) -> u64 {
+    // xorshift64: cheap, branch-free, not optimisable away through black_box.
+    let mut x = black_box(0x2545_F491_4F6C_DD1D_u64);
+    for _ in 0..iterations {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+    }
+    black_box(x)
+}
+
+/// Coefficient of variation of 8 timings of a ~20 ms loop (the first, warming, dropped).
+pub fn measure() -> f64 {
+    let iterations = 4_000_000;
+    let mut times = Vec::with_capacity(8);
+    spin(iterations);
+    for _ in 0..8 {
+        let t = Instant::now();
+        spin(iterations);
+        times.push(t.elapsed().as_secs_f64());
+    }
+    match perflab_stats::summarize(&times, 0.95) {
+        Ok(s) if s.cv.is_finite() => s.cv,
+        _ => 0.0,
+    }
+}
