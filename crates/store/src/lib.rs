@@ -12,10 +12,12 @@ mod model;
 mod read;
 mod schema;
 mod time;
+mod transfer;
 mod write;
 
 pub use model::*;
 pub use time::{now_rfc3339, rfc3339};
+pub use transfer::*;
 
 use std::path::{Path, PathBuf};
 
@@ -104,5 +106,99 @@ impl Store {
     /// The schema version of the open store.
     pub fn schema_version(&self) -> Result<i64> {
         schema::version(&self.conn)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host() -> HostInfo {
+        HostInfo {
+            hostname: "h".into(),
+            cores: Some(2),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_new_store_is_at_the_current_schema_version() {
+        let s = Store::in_memory().unwrap();
+        assert_eq!(s.schema_version().unwrap(), schema::CURRENT);
+    }
+
+    #[test]
+    fn a_store_from_a_newer_perflab_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("r.db");
+        drop(Store::open(&p).unwrap());
+        let c = rusqlite::Connection::open(&p).unwrap();
+        c.pragma_update(None, "user_version", 999).unwrap();
+        drop(c);
+        assert!(matches!(
+            Store::open(&p),
+            Err(StoreError::TooNew { found: 999, .. })
+        ));
+    }
+
+    #[test]
+    fn trials_round_trip_with_metrics_histograms_and_artifacts() {
+        let s = Store::in_memory().unwrap();
+        let h = s.upsert_host(&host()).unwrap();
+        assert_eq!(s.upsert_host(&host()).unwrap(), h, "same host, same id");
+        let run = s
+            .create_run(
+                &NewRun {
+                    name: "r".into(),
+                    kind: "experiment".into(),
+                    ..Default::default()
+                },
+                h,
+            )
+            .unwrap();
+        let mut params = Params::new();
+        params.insert("level".into(), serde_json::json!(6));
+        let c = s.ensure_config(run, 0, &params).unwrap();
+        assert_eq!(s.ensure_config(run, 0, &params).unwrap(), c);
+        let rec = TrialRecord {
+            config_id: c,
+            repetition: 1,
+            ordinal: 1,
+            started_at: now_rfc3339(),
+            duration_s: 1.5,
+            status: TrialStatus::Ok,
+            error: None,
+            method: Some("cgroup-v1".into()),
+            metrics: vec![
+                MetricValue::new("wall_s", "s", 1.25, "lower"),
+                MetricValue::new("nan", "s", f64::NAN, "lower"),
+            ],
+            histograms: vec![HistogramData {
+                name: "latency".into(),
+                unit: "us".into(),
+                data: vec![1, 2, 3],
+            }],
+            series: vec![SeriesData {
+                name: "cpu".into(),
+                unit: "%".into(),
+                points: vec![(0.0, 1.0)],
+            }],
+            artifacts: vec![ArtifactData {
+                name: "log".into(),
+                media_type: "text/plain".into(),
+                content: b"hi".to_vec(),
+            }],
+        };
+        let t = s.record_trial(run, &rec).unwrap();
+        s.finish_run(run, RunStatus::Complete).unwrap();
+        let row = s.run(run).unwrap();
+        assert_eq!((row.status.as_str(), row.trials_ok), ("complete", 1));
+        let m = s.metrics(run).unwrap();
+        assert_eq!(m.len(), 1, "non-finite values are not stored");
+        assert_eq!(m[0].value, 1.25);
+        assert_eq!(s.histograms(t).unwrap()[0].data, vec![1, 2, 3]);
+        assert_eq!(s.trial_artifacts(t).unwrap()[0].2, b"hi".to_vec());
+        assert_eq!(s.configs(run).unwrap()[0].params["level"], 6);
+        assert!(matches!(s.run(99), Err(StoreError::NoSuchRun(99))));
     }
 }
