@@ -3,6 +3,7 @@
 //! `error: <what> — <context>`, and mapped to the exit codes documented in `--help`.
 
 mod commands;
+mod compare;
 mod exit;
 mod format;
 mod progress;
@@ -55,6 +56,7 @@ enum Command {
     Import(commands::import::ImportArgs),
     Serve(commands::serve::ServeArgs),
     Http(commands::http::HttpArgs),
+    Scimark(commands::scimark::ScimarkArgs),
     Completions(commands::completions::CompletionsArgs),
 }
 
@@ -79,6 +81,7 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::Import(a) => commands::import::run(&g, a),
         Command::Serve(a) => commands::serve::run(a),
         Command::Http(a) => commands::http::run(a),
+        Command::Scimark(a) => commands::scimark::run(&g, a),
         Command::Completions(a) => commands::completions::run(a),
     }
 }

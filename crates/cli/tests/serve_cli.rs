@@ -34,7 +34,11 @@ fn spawn(args: &[&str]) -> (Child, SocketAddr) {
 fn get(addr: SocketAddr, path: &str) -> String {
     let mut s = TcpStream::connect_timeout(&addr, LIMIT).unwrap();
     s.set_read_timeout(Some(LIMIT)).unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut answer = String::new();
     s.read_to_string(&mut answer).unwrap();
     answer
@@ -103,7 +107,12 @@ fn bad_directory_and_bad_flags_are_usage_errors() {
         .args(["serve", "/definitely/not/here", "--port", "0"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stderr).contains("error:"));
     let out = Command::new(assert_cmd::cargo::cargo_bin("perflab"))
         .args(["serve", "--accept", "herd"])

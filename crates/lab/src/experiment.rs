@@ -115,6 +115,24 @@ pub struct CommandSpec {
 #[derive(Debug, Clone)]
 pub enum WorkloadSpec {
     Command(CommandSpec),
+    /// `kind = "http"`: a `perflab_load::LoadSpec` table, rendered per trial.
+    Http(toml::Table),
+    /// `kind = "scimark"`: a `perflab_workloads::scimark::ScimarkSpec` table.
+    Scimark(toml::Table),
+}
+
+/// Workload kinds, as written in files.
+pub const KINDS: &[&str] = &["command", "http", "scimark"];
+
+impl WorkloadSpec {
+    /// Named metrics this workload records (for `primary` and auto repetitions).
+    pub fn metric_names(&self) -> Vec<String> {
+        match self {
+            WorkloadSpec::Command(c) => c.metrics.iter().map(|m| m.name.clone()).collect(),
+            WorkloadSpec::Http(_) => crate::workload::HTTP_METRICS.iter().map(|s| s.to_string()).collect(),
+            WorkloadSpec::Scimark(_) => vec!["composite_mflops".into()],
+        }
+    }
 }
 
 /// A checked experiment.
@@ -174,9 +192,17 @@ impl Experiment {
                     Ok(WorkloadSpec::Command(command_spec(c, w)?))
                 })
             }
+            k @ ("http" | "scimark") => {
+                let raw: RawFile<Spanned<toml::Table>> =
+                    toml::from_str(text).map_err(|e| toml_error(&loc, &e))?;
+                build(&loc, raw, |c, w| crate::workload::table_spec(c, k, w))
+            }
             other => Err(loc.at(
                 kind.span().start,
-                format!("unknown workload kind {other:?}: expected \"command\""),
+                format!(
+                    "unknown workload kind {other:?}: expected one of {}",
+                    KINDS.iter().map(|k| format!("\"{k}\"")).collect::<Vec<_>>().join(", ")
+                ),
             )),
         }
     }
@@ -206,6 +232,8 @@ fn toml_error(loc: &Locator, e: &toml::de::Error) -> FileError {
 pub(crate) struct Checker<'a> {
     pub loc: Locator<'a>,
     pub names: Vec<String>,
+    /// A value for every placeholder (first matrix values), to check rendered tables.
+    pub sample: std::collections::BTreeMap<String, String>,
 }
 
 impl Checker<'_> {
@@ -286,6 +314,14 @@ fn build<W>(
             text: loc.text,
         },
         names: matrix.iter().map(|p| p.name.clone()).collect(),
+        sample: matrix
+            .iter()
+            .map(|p| (p.name.clone(), crate::plan::value_text(&p.values[0])))
+            .chain(
+                [("repetition", "1"), ("trial", "1"), ("run_dir", "/tmp"), ("port", "8080"), ("perflab", "perflab")]
+                    .map(|(a, b)| (a.to_string(), b.to_string())),
+            )
+            .collect(),
     };
     let e = raw.experiment;
     let positive = |v: &Option<Spanned<i64>>, what: &str, default: u32, min: i64| match v {
@@ -335,10 +371,10 @@ fn build<W>(
     let service = raw.service.map(|s| service(&c, s)).transpose()?;
     let workload = workload(&c, raw.workload)?;
     if let Some(primary) = &e.primary {
-        let WorkloadSpec::Command(cmd) = &workload;
+        let named = workload.metric_names();
         for p in primary {
             let known = BUILTIN_METRICS.contains(&p.get_ref().as_str())
-                || cmd.metrics.iter().any(|m| &m.name == p.get_ref());
+                || named.iter().any(|m| m == p.get_ref());
             if !known {
                 return Err(loc.at(
                     p.span().start,

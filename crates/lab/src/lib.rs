@@ -14,6 +14,7 @@ pub mod service;
 pub mod signals;
 pub mod summary;
 pub mod template;
+pub mod workload;
 
 pub use error::FileError;
 pub use experiment::Experiment;

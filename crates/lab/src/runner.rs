@@ -207,6 +207,14 @@ pub fn run_dir_for(store: &Store, run: RunId) -> Result<PathBuf, RunError> {
         .map_err(|e| RunError::Io(format!("run directory {}: {e}", dir.display())))
 }
 
+/// This perflab binary, for `{perflab}` (so `perflab serve` can be the service under
+/// test even when perflab is not on the PATH, e.g. under `cargo run`).
+pub fn perflab_exe() -> String {
+    std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "perflab".into())
+}
+
 fn programs_named(exp: &Experiment) -> Vec<String> {
     let mut out = Vec::new();
     let mut add = |s: &str| {
@@ -221,6 +229,7 @@ fn programs_named(exp: &Experiment) -> Vec<String> {
     }
     match &exp.workload {
         WorkloadSpec::Command(c) => add(c.command.source()),
+        WorkloadSpec::Http(_) | WorkloadSpec::Scimark(_) => add("perflab"),
     }
     for t in [&exp.prepare, &exp.cleanup, &exp.setup, &exp.teardown]
         .into_iter()
@@ -269,6 +278,7 @@ impl Runner<'_> {
         v.insert("trial".into(), t.ordinal.to_string());
         v.insert("run_dir".into(), self.run_dir.display().to_string());
         v.insert("port".into(), self.port.to_string());
+        v.insert("perflab".into(), perflab_exe());
         v
     }
 
@@ -366,9 +376,7 @@ impl Runner<'_> {
         let Ok(summary) = crate::summary::summarize_run(self.store, self.run_id, 0.95) else {
             return (0, None);
         };
-        let named: Vec<String> = match &self.exp.workload {
-            WorkloadSpec::Command(c) => c.metrics.iter().map(|m| m.name.clone()).collect(),
-        };
+        let named: Vec<String> = self.exp.workload.metric_names();
         let primary: Vec<String> = if !self.exp.primary.is_empty() {
             self.exp.primary.clone()
         } else if !named.is_empty() {
@@ -595,6 +603,8 @@ impl Runner<'_> {
                 };
                 w.run(&self.context())
             }
+            WorkloadSpec::Http(t) => crate::workload::run_http(t, vars, &self.context()),
+            WorkloadSpec::Scimark(t) => crate::workload::run_scimark(t, vars, &self.context()),
         }
     }
 

@@ -8,7 +8,9 @@
 
 pub mod command;
 pub mod cpuset;
+pub mod disk;
 pub mod metrics;
+pub mod scimark;
 pub mod tree;
 
 use std::path::PathBuf;

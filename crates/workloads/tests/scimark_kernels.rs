@@ -209,7 +209,9 @@ fn build(lang: &str, tmp: &Path) -> Result<Vec<String>, String> {
                         "--manifest-path",
                     ])
                     .arg(src.join("rust/Cargo.toml"))
-                    .env("CARGO_TARGET_DIR", &target),
+                    .env("CARGO_TARGET_DIR", &target)
+                    // the binary path below assumes the host target
+                    .env_remove("CARGO_BUILD_TARGET"),
                 BUILD_TIMEOUT,
             )?;
             check(out, "cargo build")?;

@@ -1,12 +1,296 @@
-//! `perflab compare` — being written (issue 3); replaced wholesale.
+//! `perflab compare`: is the candidate faster than the baseline, by how much, and how
+//! sure are we — and is a gap between two levels the same in two settings.
+//!
+//! Three shapes, one command: `A B` (two configs, possibly of runs from different
+//! hosts), `RUN --baseline key=value` (every other config of a run against one) and
+//! `--interaction PARAM [--by PARAM2]` (ratio of ratios). The work is in
+//! `crate::compare`; this module parses, dispatches, prints and applies the gate.
+
 use std::process::ExitCode;
 
+use anyhow::Context;
+use perflab_stats::CompareOptions;
+use perflab_store::Store;
+use serde_json::{json, Value};
+
+use crate::compare::interaction;
+use crate::compare::pair::{compare_sides, PairReport};
+use crate::compare::select::{parse_selector, parse_spec, RunData, Side};
+use crate::exit::{self, InvalidInput};
 use crate::Global;
 
-/// (being written)
+/// Compare two configurations: ratio of means with a CI, Welch and Mann–Whitney
+/// p-values, and a verdict per metric; or a ratio of ratios across two settings.
+///
+/// A side is RUN (a run with one config) or RUN:key=value,... (one config of a run;
+/// values match the parameter's text, so level=6 matches 6 and mode=fast "fast").
+/// A difference is significant when p < --alpha and the ratio CI excludes 1.
+///
+/// Examples:
+///   perflab compare 3 4                          # run 3 is the baseline
+///   perflab compare 3:level=1 3:level=6 --metric wall_s
+///   perflab compare 5 --baseline level=1         # every other config vs level=1
+///   perflab compare 3 4 --fail-on-regression 5   # exit 3 on a >5% significant regression
+///   perflab compare 7 8 --interaction lang       # (c/java on run 7) / (c/java on run 8)
+///   perflab compare 9 --interaction lang --by platform
 #[derive(Debug, clap::Args)]
-pub struct CompareArgs {}
+#[command(verbatim_doc_comment)]
+pub struct CompareArgs {
+    /// BASELINE and CANDIDATE (one side with --baseline, or with --interaction --by).
+    #[arg(value_name = "RUN[:KEY=VALUE,...]", num_args = 1..=2, required = true)]
+    sides: Vec<String>,
 
-pub fn run(_g: &Global, _a: &CompareArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("perflab compare is not built yet")
+    /// Only these metrics (repeatable).
+    #[arg(long = "metric", value_name = "NAME")]
+    metrics: Vec<String>,
+
+    /// Confidence level of the intervals, in (0, 1).
+    #[arg(long, default_value_t = 0.95, value_parser = crate::commands::show::parse_confidence)]
+    confidence: f64,
+
+    /// Significance level of the tests, in (0, 1).
+    #[arg(long, default_value_t = 0.05, value_parser = parse_alpha)]
+    alpha: f64,
+
+    /// JSON (schema in docs/json.md).
+    #[arg(long)]
+    json: bool,
+
+    /// Exit 3 when a metric has a significant regression larger than PCT percent.
+    #[arg(long, value_name = "PCT", value_parser = parse_pct, conflicts_with = "interaction")]
+    fail_on_regression: Option<f64>,
+
+    /// Compare every other config of the one RUN with the config key=value,...
+    #[arg(long, value_name = "KEY=VALUE,...", conflicts_with = "interaction")]
+    baseline: Option<String>,
+
+    /// Ratio of ratios: the ratio between the two levels of PARAM (first in config
+    /// order over second) in each setting, and the ratio of the two.
+    #[arg(long, value_name = "PARAM")]
+    interaction: Option<String>,
+
+    /// With --interaction and one RUN: the two settings are the two levels of PARAM2.
+    #[arg(long, value_name = "PARAM2", requires = "interaction")]
+    by: Option<String>,
+}
+
+fn parse_alpha(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v < 1.0 => Ok(v),
+        _ => Err(format!("alpha must be in (0, 1), e.g. 0.05; got {s}")),
+    }
+}
+
+fn parse_pct(s: &str) -> Result<f64, String> {
+    match s.trim().trim_end_matches('%').parse::<f64>() {
+        Ok(v) if v >= 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("expected a percentage ≥ 0, e.g. 5 or 5%; got {s}")),
+    }
+}
+
+pub fn run(g: &Global, a: &CompareArgs) -> anyhow::Result<ExitCode> {
+    if !g.store.exists() {
+        return Err(perflab_store::StoreError::Empty)
+            .with_context(|| format!("no store at {}", g.store.display()));
+    }
+    let store = Store::open(&g.store)
+        .with_context(|| format!("cannot open the store {}", g.store.display()))?;
+    let opts = CompareOptions {
+        confidence: a.confidence,
+        alpha: a.alpha,
+    };
+    let expected = if a.baseline.is_some() || a.by.is_some() {
+        1
+    } else {
+        2
+    };
+    if a.sides.len() != expected {
+        let what = match (&a.baseline, &a.by) {
+            (Some(_), _) => "--baseline takes one RUN",
+            (_, Some(_)) => "--interaction with --by takes one RUN",
+            _ => "give a BASELINE and a CANDIDATE (RUN or RUN:key=value,...)",
+        };
+        return Err(InvalidInput(format!("{what}; got {} run(s)", a.sides.len())).into());
+    }
+    if let Some(factor) = &a.interaction {
+        return interaction_cmd(&store, a, factor);
+    }
+    let reports = if let Some(sel) = &a.baseline {
+        against_one(&store, a, &parse_selector(sel)?, &opts)?
+    } else {
+        let (x, y) = (parse_spec(&a.sides[0])?, parse_spec(&a.sides[1])?);
+        let (xd, yd) = (RunData::load(&store, x.run)?, RunData::load(&store, y.run)?);
+        let base = xd.side(xd.one(&x.selector)?);
+        let cand = yd.side(yd.one(&y.selector)?);
+        check_metric_names(&a.metrics, [&base, &cand])?;
+        let report = compare_sides(&base, &cand, &a.metrics, &opts);
+        if a.json {
+            let doc = json!({
+                "schema_version": 1, "confidence": opts.confidence, "alpha": opts.alpha,
+                "baseline": base.json(), "candidate": cand.json(),
+                "comparisons": report.comparisons_json(), "geomean": report.geomean_json(),
+                "skipped": report.skipped_json(),
+            });
+            println!("{}", serde_json::to_string_pretty(&doc)?);
+        } else {
+            print_pair(&base, &cand, &report);
+        }
+        vec![(cand.label(), report)]
+    };
+    gate(a.fail_on_regression, &reports)
+}
+
+/// `RUN --baseline key=value`: every other config against that one.
+fn against_one(
+    store: &Store,
+    a: &CompareArgs,
+    sel: &crate::compare::select::Selector,
+    opts: &CompareOptions,
+) -> anyhow::Result<Vec<(String, PairReport)>> {
+    let spec = parse_spec(&a.sides[0])?;
+    if !spec.selector.is_empty() {
+        return Err(InvalidInput(format!(
+            "with --baseline give the run alone ({}), not {}",
+            spec.run, a.sides[0]
+        ))
+        .into());
+    }
+    let d = RunData::load(store, spec.run)?;
+    let base_cfg = d.one(sel)?;
+    let base = d.side(base_cfg);
+    let cands: Vec<Side> = d
+        .configs
+        .iter()
+        .filter(|c| c.id != base_cfg.id)
+        .map(|c| d.side(c))
+        .collect();
+    if cands.is_empty() {
+        return Err(InvalidInput(format!(
+            "run {} has no config other than the baseline to compare",
+            d.run.id
+        ))
+        .into());
+    }
+    let mut all = vec![&base];
+    all.extend(cands.iter());
+    check_metric_names(&a.metrics, all)?;
+    let reports: Vec<(String, PairReport)> = cands
+        .iter()
+        .map(|c| (c.label(), compare_sides(&base, c, &a.metrics, opts)))
+        .collect();
+    if a.json {
+        let mut comparisons = Vec::new();
+        let mut geomean = Vec::new();
+        let mut skipped = Vec::new();
+        for (cand, (_, r)) in cands.iter().zip(&reports) {
+            let tag = |mut v: Value| {
+                v["candidate_params"] = json!(cand.params);
+                v
+            };
+            comparisons.extend(r.comparisons_json().into_iter().map(tag));
+            geomean.extend(r.geomean_json().into_iter().map(tag));
+            skipped.extend(r.skipped_json().into_iter().map(tag));
+        }
+        let doc = json!({
+            "schema_version": 1, "confidence": opts.confidence, "alpha": opts.alpha,
+            "baseline": base.json(), "comparisons": comparisons, "geomean": geomean,
+            "skipped": skipped,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        for (i, (cand, (_, r))) in cands.iter().zip(&reports).enumerate() {
+            if i > 0 {
+                println!();
+            }
+            print_pair(&base, cand, r);
+        }
+    }
+    Ok(reports)
+}
+
+fn print_pair(base: &Side, cand: &Side, r: &PairReport) {
+    println!("baseline:  {}", base.label());
+    println!("candidate: {}", cand.label());
+    println!("{}", r.table());
+    if let Some(line) = r.skipped_line() {
+        println!("{line}");
+    }
+}
+
+/// A `--metric` that no side has is a typo, not an empty comparison.
+fn check_metric_names<'a>(
+    wanted: &[String],
+    sides: impl IntoIterator<Item = &'a Side>,
+) -> Result<(), InvalidInput> {
+    let mut known: Vec<&str> = Vec::new();
+    for s in sides {
+        for m in &s.metrics {
+            if !known.contains(&m.name.as_str()) {
+                known.push(&m.name);
+            }
+        }
+    }
+    match wanted.iter().find(|w| !known.contains(&w.as_str())) {
+        Some(w) => Err(InvalidInput(format!(
+            "no metric {w:?} in the compared configs; they have: {}",
+            known.join(", ")
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// `--fail-on-regression PCT`: exit 3 naming every regression larger than PCT.
+fn gate(pct: Option<f64>, reports: &[(String, PairReport)]) -> anyhow::Result<ExitCode> {
+    let Some(pct) = pct else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let mut failed = false;
+    for (cand, r) in reports {
+        for (metric, reg) in r.regressions_over(pct) {
+            eprintln!("regression: {metric} is {reg:.1}% worse in {cand} (limit {pct}%)");
+            failed = true;
+        }
+    }
+    Ok(ExitCode::from(if failed {
+        exit::GATE_FAILED
+    } else {
+        exit::OK
+    }))
+}
+
+/// `--interaction PARAM [--by PARAM2]`.
+fn interaction_cmd(store: &Store, a: &CompareArgs, factor: &str) -> anyhow::Result<ExitCode> {
+    let x = parse_spec(&a.sides[0])?;
+    let xd = RunData::load(store, x.run)?;
+    let yd;
+    let design = match (&a.by, a.sides.get(1)) {
+        (Some(by), _) => interaction::within_run(&xd, &x.selector, factor, by)?,
+        (None, Some(y)) => {
+            let y = parse_spec(y)?;
+            yd = RunData::load(store, y.run)?;
+            interaction::two_runs((&xd, &x.selector), (&yd, &y.selector), factor)?
+        }
+        (None, None) => unreachable!("the number of sides was checked"),
+    };
+    check_metric_names(
+        &a.metrics,
+        [&design.x.num, &design.x.den, &design.y.num, &design.y.den],
+    )?;
+    let (rows, skipped) = interaction::rows(&design, &a.metrics, a.confidence);
+    if a.json {
+        let doc = json!({
+            "schema_version": 1, "confidence": a.confidence,
+            "factor": design.factor, "by": design.by,
+            "numerator": design.levels.0, "denominator": design.levels.1,
+            "interactions": design.json(&rows), "skipped": skipped,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        println!("{}", design.header());
+        println!("{}", design.table(&rows, a.confidence));
+        if !skipped.is_empty() {
+            println!("skipped (not in all four configs): {}", skipped.join(", "));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

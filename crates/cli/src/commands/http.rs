@@ -143,14 +143,23 @@ pub struct HttpArgs {
 
 /// Builds the engine's spec from the flags.
 pub fn spec_from_args(a: &HttpArgs) -> Result<LoadSpec, SpecError> {
-    let dur = |field, v: &Option<String>| v.as_deref().map(|s| parse_duration(field, s)).transpose();
-    let over = if a.ramp_over == "connections" { RampOver::Connections } else { RampOver::Rate };
+    let dur =
+        |field, v: &Option<String>| v.as_deref().map(|s| parse_duration(field, s)).transpose();
+    let over = if a.ramp_over == "connections" {
+        RampOver::Connections
+    } else {
+        RampOver::Rate
+    };
     let spec = LoadSpec {
         urls: a.url.iter().cloned().collect(),
         urls_file: a.urls_file.clone(),
         random: a.random,
         method: a.method.clone(),
-        headers: a.headers.iter().map(|h| parse_header(h)).collect::<Result<_, _>>()?,
+        headers: a
+            .headers
+            .iter()
+            .map(|h| parse_header(h))
+            .collect::<Result<_, _>>()?,
         body: a.body.as_ref().map(|b| b.clone().into_bytes()),
         body_file: a.body_file.clone(),
         connections: a.connections,
@@ -158,9 +167,17 @@ pub fn spec_from_args(a: &HttpArgs) -> Result<LoadSpec, SpecError> {
         duration: dur("duration", &a.duration)?,
         requests: a.requests,
         warmup: dur("warmup", &a.warmup)?.unwrap_or_default(),
-        rate: a.rate.as_deref().map(|r| parse_rate("rate", r)).transpose()?,
+        rate: a
+            .rate
+            .as_deref()
+            .map(|r| parse_rate("rate", r))
+            .transpose()?,
         max_connections: a.max_connections,
-        ramp: a.ramp.as_deref().map(|r| Ramp::parse(r, over)).transpose()?,
+        ramp: a
+            .ramp
+            .as_deref()
+            .map(|r| Ramp::parse(r, over))
+            .transpose()?,
         step_duration: dur("step-duration", &a.step_duration)?,
         find_max: a.find_max,
         slo: a.slo.as_deref().map(Slo::parse).transpose()?,
@@ -192,7 +209,7 @@ pub fn run(args: &HttpArgs) -> anyhow::Result<ExitCode> {
     };
     observer.clear();
     record_into_store(&spec, &report).context("cannot record the run into the store")?;
-    let mut out = std::io::stdout().lock();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if args.json {
         serde_json::to_writer_pretty(&mut out, &report)?;
         writeln!(out)?;
@@ -226,7 +243,9 @@ fn invalid(e: impl std::fmt::Display) -> anyhow::Error {
 /// The global `--quiet` lives on the top-level parser; `run` only gets the http
 /// arguments, so look for it on the command line.
 fn quiet_flag() -> bool {
-    std::env::args().skip(1).any(|a| a == "-q" || a == "--quiet")
+    std::env::args()
+        .skip(1)
+        .any(|a| a == "-q" || a == "--quiet")
 }
 
 /// One line per second on stderr, rewritten in place; one line per finished step.

@@ -7,5 +7,6 @@ pub mod http;
 pub mod import;
 pub mod run;
 pub mod runs;
+pub mod scimark;
 pub mod serve;
 pub mod show;

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# perflab http vs its peers (wrk, ab -k, h2load, oha when installed) on the same nginx,
+# alternating tools round by round, each with 10 connections.
+#
+# Prints each tool's median req/s and CPU-seconds per 100k requests (user+sys of the
+# tool's process, from /usr/bin/time), and perflab's ratios to each peer.
+# Target: perflab >= 1.05x the best peer's req/s and <= 0.8x its CPU per request.
+#
+# Usage: bench/http-vs-peers.sh [ROUNDS] [SECONDS]     (defaults: 5 rounds, 5 s per run)
+# Env:   CONNECTIONS (10), PERFLAB_THREADS (engine default), NO_INSTALL=1 (skip apt-get),
+#        NO_BUILD=1 (use the perflab already built in $CARGO_TARGET_DIR/release)
+set -euo pipefail
+
+ROUNDS=${1:-5}
+SECS=${2:-5}
+CONNS=${CONNECTIONS:-10}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+
+need() { command -v "$1" >/dev/null 2>&1; }
+if [[ -z "${NO_INSTALL:-}" ]]; then
+  missing=()
+  need nginx || missing+=(nginx-light)
+  need wrk || missing+=(wrk)
+  need ab || missing+=(apache2-utils)
+  need h2load || missing+=(nghttp2-client)
+  [[ -x /usr/bin/time ]] || missing+=(time)
+  if ((${#missing[@]})); then
+    echo "installing: ${missing[*]}" >&2
+    SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+fi
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+
+if [[ -z "${NO_BUILD:-}" ]]; then
+  echo "building perflab (release)..." >&2
+  cargo build --release -q -p perflab-cli --manifest-path "$ROOT/Cargo.toml"
+fi
+PERFLAB=$CARGO_TARGET_DIR/release/perflab
+
+WORK=$(mktemp -d /tmp/perflab-bench.XXXXXX)
+NGINX_PID=""
+cleanup() {
+  [[ -n "$NGINX_PID" ]] && kill "$NGINX_PID" 2>/dev/null && wait "$NGINX_PID" 2>/dev/null
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+mkdir -p "$WORK/www" "$WORK/tmp"
+chmod 755 "$WORK" "$WORK/www"  # nginx workers run as an unprivileged user
+printf 'hello, world\n' > "$WORK/www/index.html"
+cat > "$WORK/nginx.conf" <<CONF
+worker_processes 2;
+daemon off;
+master_process on;
+pid $WORK/nginx.pid;
+error_log $WORK/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 100000000;
+  keepalive_timeout 60s;
+  client_body_temp_path $WORK/tmp/body;
+  proxy_temp_path $WORK/tmp/proxy;
+  fastcgi_temp_path $WORK/tmp/fastcgi;
+  uwsgi_temp_path $WORK/tmp/uwsgi;
+  scgi_temp_path $WORK/tmp/scgi;
+  server {
+    listen 127.0.0.1:$PORT;
+    root $WORK/www;
+    location / { index index.html; }
+  }
+}
+CONF
+"$NGINX" -p "$WORK" -c "$WORK/nginx.conf" &
+NGINX_PID=$!
+URL="http://127.0.0.1:$PORT/"
+for _ in $(seq 100); do
+  python3 -c "import socket,sys; socket.create_connection(('127.0.0.1',$PORT),0.1)" 2>/dev/null && break
+  sleep 0.05
+done
+curl_ok=$(python3 -c "import urllib.request; print(urllib.request.urlopen('$URL').status)")
+[[ "$curl_ok" == 200 ]] || { echo "nginx did not answer" >&2; exit 1; }
+
+TOOLS=(perflab wrk ab h2load)
+need oha && TOOLS+=(oha)
+THREADS_ARG=()
+[[ -n "${PERFLAB_THREADS:-}" ]] && THREADS_ARG=(-t "$PERFLAB_THREADS")
+
+# run TOOL -> prints "REQUESTS CPU_SECONDS RPS"
+run_tool() {
+  local tool=$1 out="$WORK/out.$1" tm="$WORK/time.$1"
+  case $tool in
+    perflab) /usr/bin/time -f '%U %S' -o "$tm" "$PERFLAB" http -q -c "$CONNS" "${THREADS_ARG[@]}" -d "${SECS}s" --json "$URL" >"$out" ;;
+    wrk) /usr/bin/time -f '%U %S' -o "$tm" wrk -t 2 -c "$CONNS" -d "${SECS}s" "$URL" >"$out" ;;
+    ab) /usr/bin/time -f '%U %S' -o "$tm" ab -q -k -c "$CONNS" -t "$SECS" -n 100000000 "$URL" >"$out" 2>&1 ;;
+    h2load) /usr/bin/time -f '%U %S' -o "$tm" h2load --h1 -c "$CONNS" -t 2 -D "$SECS" "$URL" >"$out" ;;
+    oha) /usr/bin/time -f '%U %S' -o "$tm" oha --no-tui -c "$CONNS" -z "${SECS}s" --output-format json "$URL" >"$out" ;;
+  esac
+  python3 - "$tool" "$out" "$tm" <<'PY'
+import json, re, sys
+tool, out, tm = sys.argv[1:]
+text = open(out).read()
+cpu = sum(map(float, open(tm).read().split()[-2:]))
+if tool == "perflab":
+    j = json.loads(text); n, rps = j["requests"], j["rps"]
+elif tool == "wrk":
+    n = int(re.search(r"(\d+) requests in", text).group(1)); rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+elif tool == "ab":
+    n = int(re.search(r"Complete requests:\s+(\d+)", text).group(1)); rps = float(re.search(r"Requests per second:\s+([\d.]+)", text).group(1))
+elif tool == "h2load":
+    n = int(re.search(r"requests: \d+ total, \d+ started, (\d+) done", text).group(1)); rps = float(re.search(r"finished in [\d.]+\w+, ([\d.]+) req/s", text).group(1))
+else:
+    j = json.loads(text); rps = j["summary"]["requestsPerSec"]; n = sum(j.get("statusCodeDistribution", {}).values())
+print(n, cpu, rps)
+PY
+}
+
+RESULTS="$WORK/results"
+: >"$RESULTS"
+for round in $(seq "$ROUNDS"); do
+  # rotate the order every round so no tool always runs first or last
+  k=$(( (round - 1) % ${#TOOLS[@]} ))
+  order=("${TOOLS[@]:k}" "${TOOLS[@]:0:k}")
+  for tool in "${order[@]}"; do
+    line=$(run_tool "$tool")
+    echo "$tool $line" >>"$RESULTS"
+    printf 'round %d  %-8s %s\n' "$round" "$tool" "$line" >&2
+  done
+done
+
+python3 - "$RESULTS" "$CONNS" "$ROUNDS" "$SECS" <<'PY'
+import statistics, sys
+path, conns, rounds, secs = sys.argv[1:]
+rows = {}
+for line in open(path):
+    tool, n, cpu, rps = line.split()
+    rows.setdefault(tool, []).append((int(n), float(cpu), float(rps)))
+med = {}
+for tool, rs in rows.items():
+    rps = statistics.median(r[2] for r in rs)
+    cpu100k = statistics.median(r[1] / r[0] * 1e5 for r in rs if r[0] > 0)
+    med[tool] = (rps, cpu100k)
+print(f"nginx hello page, {conns} connections, {rounds} alternating rounds of {secs} s (medians)")
+print(f"{'tool':<10}{'req/s':>12}{'CPU-s/100k':>12}")
+for tool, (rps, cpu) in sorted(med.items(), key=lambda kv: -kv[1][0]):
+    print(f"{tool:<10}{rps:>12.0f}{cpu:>12.3f}")
+p_rps, p_cpu = med["perflab"]
+print()
+print(f"{'perflab vs':<10}{'req/s ratio':>12}{'CPU ratio':>12}")
+for tool, (rps, cpu) in med.items():
+    if tool != "perflab":
+        print(f"{tool:<10}{p_rps / rps:>12.2f}{p_cpu / cpu:>12.2f}")
+peers = {t: v for t, v in med.items() if t != "perflab"}
+best = max(peers, key=lambda t: peers[t][0])
+ok = p_rps >= 1.05 * peers[best][0] and p_cpu <= 0.8 * peers[best][1]
+print(f"\nbest peer: {best}; target (>= 1.05x req/s, <= 0.8x CPU/req): {'MET' if ok else 'NOT MET'}")
+PY

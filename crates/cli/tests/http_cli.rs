@@ -1,0 +1,203 @@
+//! `perflab http` end to end: bad input exits 2 before anything is sent; a run prints
+//! the JSON contract; failed requests exit 4.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use assert_cmd::Command;
+
+/// A keep-alive hello server on 127.0.0.1; counts accepted connections. The accept
+/// thread ends with the test process.
+fn hello_server() -> (SocketAddr, Arc<AtomicU64>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let accepted = Arc::new(AtomicU64::new(0));
+    let count = accepted.clone();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            count.fetch_add(1, Ordering::SeqCst);
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let mut pending = Vec::new();
+                while let Ok(n) = s.read(&mut buf) {
+                    if n == 0 {
+                        return;
+                    }
+                    pending.extend_from_slice(&buf[..n]);
+                    while let Some(i) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                        pending.drain(..i + 4);
+                        if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    (addr, accepted)
+}
+
+fn perflab() -> Command {
+    let mut c = Command::cargo_bin("perflab").unwrap();
+    c.timeout(Duration::from_secs(30));
+    c
+}
+
+#[test]
+fn bad_input_exits_2_and_sends_nothing() {
+    let (addr, accepted) = hello_server();
+    let url = format!("http://{addr}/");
+    let cases: Vec<Vec<String>> = vec![
+        vec!["http".into(), "http://bad host/".into()],
+        vec!["http".into(), "not-a-url".into()],
+        vec!["http".into(), format!("gopher://{addr}/")],
+        vec!["http".into(), "-c".into(), "0".into(), url.clone()],
+        vec!["http".into(), "--rate".into(), "-1".into(), url.clone()],
+        vec![
+            "http".into(),
+            "--body-file".into(),
+            "/nonexistent/perflab-body".into(),
+            url.clone(),
+        ],
+        vec!["http".into(), "-d".into(), "ten".into(), url.clone()],
+    ];
+    for args in cases {
+        let out = perflab().args(&args).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.starts_with("error: "), "{args:?}: {err}");
+    }
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        0,
+        "a bad-input run connected to the server"
+    );
+}
+
+#[test]
+fn json_has_the_contract_fields() {
+    let (addr, _) = hello_server();
+    let out = perflab()
+        .args([
+            "http",
+            "-c",
+            "2",
+            "-n",
+            "200",
+            "--json",
+            &format!("http://{addr}/"),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["requests"], 200);
+    assert_eq!(v["status"]["200"], 200);
+    for key in [
+        "duration_s",
+        "rps",
+        "mbps",
+        "errors",
+        "latency_ms",
+        "client_cpu_per_req_us",
+        "client_saturated",
+        "siege",
+        "steps",
+        "max_rate",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key}");
+    }
+    for key in [
+        "total",
+        "connect",
+        "timeout",
+        "reset",
+        "malformed",
+        "closed",
+    ] {
+        assert_eq!(v["errors"][key], 0, "errors.{key}");
+    }
+    for key in [
+        "mean", "sd", "p50", "p75", "p90", "p99", "p999", "p9999", "max",
+    ] {
+        assert!(v["latency_ms"][key].is_number(), "latency_ms.{key}");
+    }
+    assert!(
+        v.get("latency_uncorrected_ms").is_none(),
+        "closed loop has no uncorrected latency"
+    );
+}
+
+#[test]
+fn open_loop_json_and_human_table() {
+    let (addr, _) = hello_server();
+    let url = format!("http://{addr}/");
+    let out = perflab()
+        .args([
+            "http", "-c", "1", "--rate", "200", "-d", "500ms", "--json", &url,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["latency_uncorrected_ms"]["p99"].is_number());
+    let out = perflab()
+        .args(["http", "-c", "1", "-n", "20", &url])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "req/s",
+        "MB/s",
+        "Latency (ms)",
+        "Transactions:",
+        "Availability:",
+    ] {
+        assert!(text.contains(needle), "{needle} missing in\n{text}");
+    }
+}
+
+#[test]
+fn failed_requests_exit_4() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = perflab()
+        .args([
+            "http",
+            "-c",
+            "1",
+            "-d",
+            "300ms",
+            "--json",
+            &format!("http://127.0.0.1:{port}/"),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["errors"]["connect"].as_u64().unwrap() > 0);
+}

@@ -1,0 +1,403 @@
+//! The connection layer: one client connection, behind the [`Connection`] trait.
+//!
+//! The workers drive connections only through this trait — start a connect, ask how
+//! many more requests the connection accepts, hand it a request, feed it readiness
+//! events, collect completed responses — so an HTTP/2 client (many streams on one
+//! connection: a capacity above one, the same completions) can be added beside
+//! [`Http1Conn`] without touching the load models.
+//!
+//! Why a hand-written client rather than hyper/reqwest: a load generator's hot path is
+//! one `write` of pre-serialized bytes, one `read` into a reused buffer, an in-place
+//! parse and a histogram record. General clients allocate per request (request/response
+//! objects, header maps, body buffers, futures) and their executor adds wake-ups; oha,
+//! built on hyper, is slower than wrk for that reason. `bench/http-vs-peers.sh` measures
+//! the result against wrk, ab and h2load on the same nginx.
+//!
+//! Sockets are registered once, for read and write, edge-triggered (mio): no
+//! `epoll_ctl` per request. A read shorter than the free buffer space means the socket
+//! was drained, so the extra read that would only return `EAGAIN` is skipped — unless
+//! the event also carried a hang-up or error, which must then be read to the end.
+
+use crate::parse::{Completed, ResponseParser, MAX_HEAD};
+use crate::request::Prepared;
+use mio::net::TcpStream;
+use mio::{Interest, Registry, Token};
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::time::Instant;
+
+/// Initial read buffer; grows to hold a head up to 64 KiB when one needs it.
+const INITIAL_BUF: usize = 16 * 1024;
+
+/// Kinds of failed requests, as reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ErrorKind {
+    /// Connection refused (or another connect failure).
+    Connect,
+    /// The connect did not complete within the connect timeout.
+    ConnectTimeout,
+    /// No complete response within the request timeout.
+    Timeout,
+    /// Connection reset by the peer.
+    Reset,
+    /// The response broke the HTTP/1.1 grammar.
+    Malformed,
+    /// The server closed the connection before the response was complete.
+    Closed,
+}
+
+/// A request that was written (or is being written) and awaits its response.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sent {
+    /// When the load model meant to send it (open loop: the schedule; closed: = written).
+    pub intended: Instant,
+    /// When it was handed to the socket.
+    pub written: Instant,
+    /// Counted in the report (false during warm-up).
+    pub record: bool,
+    /// A HEAD request (its response has no body).
+    pub head: bool,
+}
+
+/// Where a connection stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ConnState {
+    /// No socket.
+    Down,
+    /// Connect in progress.
+    Connecting,
+    /// Connected.
+    Open,
+}
+
+/// What an event did to a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Progress {
+    /// The connect completed.
+    Connected,
+    /// Bytes moved; see the completions.
+    Moved,
+    /// The peer closed a connection with nothing in flight (not an error).
+    ClosedIdle,
+}
+
+/// A client connection, whatever the protocol.
+pub(crate) trait Connection {
+    /// A new, unconnected connection.
+    fn new(pipeline: usize) -> Self;
+    /// Starts a non-blocking connect and registers the socket under `token`.
+    fn connect(
+        &mut self,
+        registry: &Registry,
+        token: Token,
+        addr: SocketAddr,
+        now: Instant,
+    ) -> io::Result<()>;
+    /// Current state.
+    fn state(&self) -> ConnState;
+    /// When the current connect started.
+    fn connect_started(&self) -> Instant;
+    /// Requests written and not yet answered.
+    fn in_flight(&self) -> usize;
+    /// The oldest request in flight.
+    fn oldest(&self) -> Option<&Sent>;
+    /// The server announced it will close after the last response.
+    fn closing(&self) -> bool;
+    /// Writes request `target` (`batch`: the pipelined batch of `count` requests).
+    fn send(
+        &mut self,
+        prepared: &Prepared,
+        target: usize,
+        batch: bool,
+        sent: Sent,
+    ) -> Result<(), ErrorKind>;
+    /// Handles readiness; completed responses are pushed to `done`. `hangup`: the
+    /// event also reported the peer's close or an error (read to the end).
+    fn on_event(
+        &mut self,
+        readable: bool,
+        writable: bool,
+        hangup: bool,
+        prepared: &Prepared,
+        done: &mut Vec<(Sent, Completed)>,
+    ) -> Result<Progress, ErrorKind>;
+    /// Drops the socket; returns the requests that were in flight.
+    fn drop_socket(&mut self) -> usize;
+}
+
+/// A pending partial write.
+#[derive(Debug, Clone, Copy)]
+struct PendingWrite {
+    target: usize,
+    batch: bool,
+    offset: usize,
+}
+
+/// An HTTP/1.1 connection with optional pipelining.
+#[derive(Debug)]
+pub(crate) struct Http1Conn {
+    stream: Option<TcpStream>,
+    state: ConnState,
+    connect_started: Instant,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    parser: ResponseParser,
+    in_flight: VecDeque<Sent>,
+    write: Option<PendingWrite>,
+    closing: bool,
+}
+
+fn io_kind(e: &io::Error) -> ErrorKind {
+    match e.kind() {
+        io::ErrorKind::TimedOut => ErrorKind::Timeout,
+        io::ErrorKind::UnexpectedEof => ErrorKind::Closed,
+        _ => ErrorKind::Reset,
+    }
+}
+
+impl Http1Conn {
+    fn flush(&mut self, prepared: &Prepared) -> Result<(), ErrorKind> {
+        let Some(mut w) = self.write else {
+            return Ok(());
+        };
+        let t = &prepared.targets[w.target];
+        let bytes: &[u8] = if w.batch { &t.batch } else { &t.request };
+        let stream = self.stream.as_mut().ok_or(ErrorKind::Closed)?;
+        while w.offset < bytes.len() {
+            match stream.write(&bytes[w.offset..]) {
+                Ok(0) => return Err(ErrorKind::Closed),
+                Ok(n) => w.offset += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.write = Some(w);
+                    return Ok(());
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(io_kind(&e)),
+            }
+        }
+        self.write = None;
+        Ok(())
+    }
+
+    /// Parses what is buffered; pushes completions.
+    fn process(&mut self, done: &mut Vec<(Sent, Completed)>) -> Result<(), ErrorKind> {
+        while self.start < self.end {
+            let Some(front) = self.in_flight.front() else {
+                return Err(ErrorKind::Malformed); // bytes nobody asked for
+            };
+            let head = front.head;
+            let (n, complete) = self
+                .parser
+                .feed(&self.buf[self.start..self.end], head)
+                .map_err(|_| ErrorKind::Malformed)?;
+            self.start += n;
+            match complete {
+                Some(c) => {
+                    let sent = self.in_flight.pop_front().expect("front checked above");
+                    done.push((sent, c));
+                    if c.close {
+                        self.closing = true;
+                        self.start = self.end; // anything after a closing response is ignored
+                    }
+                }
+                None => break,
+            }
+        }
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+        Ok(())
+    }
+
+    /// Makes room at the end of the buffer: compacts a partial head to the front, and
+    /// grows the buffer (once) for heads larger than the initial size.
+    fn make_room(&mut self) {
+        if self.end < self.buf.len() {
+            return;
+        }
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        } else if self.buf.len() < MAX_HEAD + 1024 {
+            self.buf.resize(MAX_HEAD + 1024, 0);
+        }
+    }
+
+    fn read_available(
+        &mut self,
+        done: &mut Vec<(Sent, Completed)>,
+        hangup: bool,
+    ) -> Result<Progress, ErrorKind> {
+        loop {
+            self.make_room();
+            let space = self.buf.len() - self.end;
+            let stream = self.stream.as_mut().ok_or(ErrorKind::Closed)?;
+            match stream.read(&mut self.buf[self.end..]) {
+                Ok(0) => return self.on_eof(done),
+                Ok(n) => {
+                    self.end += n;
+                    self.process(done)?;
+                    if self.closing {
+                        return Ok(Progress::Moved);
+                    }
+                    if n < space && !hangup {
+                        // Drained: skip the read that would only say EAGAIN. A close or
+                        // reset already pending was flagged in the event (`hangup`); one
+                        // arriving later raises a new edge.
+                        return Ok(Progress::Moved);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Progress::Moved),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(io_kind(&e)),
+            }
+        }
+    }
+
+    fn on_eof(&mut self, done: &mut Vec<(Sent, Completed)>) -> Result<Progress, ErrorKind> {
+        if let Some(c) = self.parser.eof() {
+            if let Some(sent) = self.in_flight.pop_front() {
+                done.push((sent, c));
+            }
+        }
+        self.closing = true;
+        if self.in_flight.is_empty() && self.write.is_none() {
+            if done.is_empty() {
+                return Ok(Progress::ClosedIdle);
+            }
+            return Ok(Progress::Moved);
+        }
+        Err(ErrorKind::Closed)
+    }
+}
+
+impl Connection for Http1Conn {
+    fn new(pipeline: usize) -> Self {
+        Http1Conn {
+            stream: None,
+            state: ConnState::Down,
+            connect_started: Instant::now(),
+            buf: Vec::new(),
+            start: 0,
+            end: 0,
+            parser: ResponseParser::default(),
+            in_flight: VecDeque::with_capacity(pipeline.max(1)),
+            write: None,
+            closing: false,
+        }
+    }
+
+    fn connect(
+        &mut self,
+        registry: &Registry,
+        token: Token,
+        addr: SocketAddr,
+        now: Instant,
+    ) -> io::Result<()> {
+        self.drop_socket();
+        if self.buf.is_empty() {
+            self.buf = vec![0; INITIAL_BUF];
+        }
+        let mut stream = TcpStream::connect(addr)?;
+        stream.set_nodelay(true)?;
+        registry.register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)?;
+        self.stream = Some(stream);
+        self.state = ConnState::Connecting;
+        self.connect_started = now;
+        Ok(())
+    }
+
+    fn state(&self) -> ConnState {
+        self.state
+    }
+
+    fn connect_started(&self) -> Instant {
+        self.connect_started
+    }
+
+    fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    fn oldest(&self) -> Option<&Sent> {
+        self.in_flight.front()
+    }
+
+    fn closing(&self) -> bool {
+        self.closing
+    }
+
+    fn send(
+        &mut self,
+        prepared: &Prepared,
+        target: usize,
+        batch: bool,
+        sent: Sent,
+    ) -> Result<(), ErrorKind> {
+        let n = if batch { prepared.pipeline } else { 1 };
+        for _ in 0..n {
+            self.in_flight.push_back(sent);
+        }
+        self.write = Some(PendingWrite {
+            target,
+            batch,
+            offset: 0,
+        });
+        self.flush(prepared)
+    }
+
+    fn on_event(
+        &mut self,
+        readable: bool,
+        writable: bool,
+        hangup: bool,
+        prepared: &Prepared,
+        done: &mut Vec<(Sent, Completed)>,
+    ) -> Result<Progress, ErrorKind> {
+        match self.state {
+            ConnState::Down => Ok(Progress::Moved),
+            ConnState::Connecting => {
+                let stream = self.stream.as_ref().ok_or(ErrorKind::Connect)?;
+                if let Ok(Some(_)) | Err(_) = stream.take_error() {
+                    return Err(ErrorKind::Connect);
+                }
+                match stream.peer_addr() {
+                    Ok(_) => {
+                        self.state = ConnState::Open;
+                        Ok(Progress::Connected)
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::NotConnected && !readable => {
+                        Ok(Progress::Moved)
+                    }
+                    Err(_) => Err(ErrorKind::Connect),
+                }
+            }
+            ConnState::Open => {
+                if writable && self.write.is_some() {
+                    self.flush(prepared)?;
+                }
+                if readable || hangup {
+                    return self.read_available(done, hangup);
+                }
+                Ok(Progress::Moved)
+            }
+        }
+    }
+
+    fn drop_socket(&mut self) -> usize {
+        let n = self.in_flight.len();
+        self.stream = None; // closing the fd also removes it from the epoll set
+        self.state = ConnState::Down;
+        self.in_flight.clear();
+        self.write = None;
+        self.closing = false;
+        self.parser.reset();
+        self.start = 0;
+        self.end = 0;
+        n
+    }
+}

@@ -1,0 +1,115 @@
+//! perflab-load: the HTTP load engine of perflab, usable as a library.
+//!
+//! ```no_run
+//! let mut spec = perflab_load::LoadSpec::new("http://127.0.0.1:8080/");
+//! spec.connections = 10;
+//! spec.duration = Some(std::time::Duration::from_secs(5));
+//! let report = perflab_load::run(&spec).expect("load test ran");
+//! println!("{} req/s, p99 {} ms", report.rps, report.latency_ms.p99);
+//! let _whole_histogram: Vec<u8> = report.histogram_bytes();
+//! ```
+//!
+//! Shape: a [`LoadSpec`] (flags or an experiment table) is validated and turned into
+//! pre-serialized requests (`request`); each *phase* (`engine`) runs one event loop per
+//! thread (`worker`) over non-blocking sockets on epoll, driven by a load model —
+//! closed loop (`closed`) or open loop with coordinated-omission correction (`open`).
+//! Ramps (`ramp`) and the knee search (`findmax`) are sequences of phases. Connections
+//! sit behind a trait (`conn`) so an HTTP/2 client can join the HTTP/1.1 one. Workers
+//! record into thread-local histograms (`record`) merged once a second (`series`) into
+//! the [`Report`], the per-second series and the interval log (`hdrlog`).
+
+mod closed;
+mod conn;
+mod cpu;
+mod engine;
+mod error;
+mod findmax;
+mod hdrlog;
+mod observe;
+mod open;
+mod parse;
+mod ramp;
+mod record;
+mod report;
+mod request;
+mod series;
+mod siege;
+mod slo;
+mod spec;
+pub mod text;
+mod units;
+mod url;
+mod worker;
+
+pub use cpu::SATURATION;
+pub use error::{LoadError, SpecError};
+pub use findmax::DEFAULT_START_RATE;
+pub use observe::{NoObserver, Observer};
+pub use open::LATE_AFTER;
+pub use report::{ErrorKinds, Errors, Latency, Mode, Report, Step, SATURATED_WARNING};
+pub use series::SecondPoint;
+pub use siege::Siege;
+pub use slo::{Condition, Slo, Statistic};
+pub use spec::{parse_header, LoadSpec, Ramp, RampOver};
+pub use units::{parse_duration, parse_fraction, parse_rate};
+pub use url::{Scheme, Target};
+
+use engine::{run_phase, Phase, RunContext};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+/// Runs the load test described by `spec`.
+pub fn run(spec: &LoadSpec) -> Result<Report, LoadError> {
+    run_with(spec, &mut NoObserver)
+}
+
+/// Checks `spec` and everything it names (URLs resolve, files are readable) without
+/// sending anything.
+pub fn check(spec: &LoadSpec) -> Result<(), SpecError> {
+    request::prepare(spec).map(|_| ())
+}
+
+/// Runs the load test, reporting progress to `observer`.
+pub fn run_with(spec: &LoadSpec, observer: &mut dyn Observer) -> Result<Report, LoadError> {
+    let prepared = Arc::new(request::prepare(spec)?);
+    let hdr_log = match &spec.hdr_log {
+        Some(p) => Some(hdrlog::HdrLog::create(p, SystemTime::now())?),
+        None => None,
+    };
+    let mut ctx = RunContext {
+        observer,
+        hdr_log,
+        origin: Instant::now(),
+        second_offset: 0,
+    };
+    let base = Phase {
+        connections: spec.connections,
+        threads: spec.effective_threads(spec.connections),
+        max_connections: spec.effective_max_connections(),
+        rate: spec.rate,
+        duration: spec.effective_duration(),
+        requests: spec.requests,
+        warmup: spec.warmup,
+        timeout: spec.timeout,
+        connect_timeout: spec.connect_timeout,
+    };
+    let report = if spec.find_max {
+        findmax::run(spec, &prepared, &base, &mut ctx)?
+    } else if let Some(ramp) = &spec.ramp {
+        ramp::run(spec, ramp, &prepared, &base, &mut ctx)?
+    } else {
+        let res = run_phase(&prepared, &base, &mut ctx)?;
+        let mode = if spec.rate.is_some() {
+            Mode::Open
+        } else {
+            Mode::Closed
+        };
+        let mut r = Report::from_phases(&[&res], mode, base.connections, base.threads);
+        r.target_rate = spec.rate;
+        r
+    };
+    if let Some(log) = ctx.hdr_log.take() {
+        log.finish()?;
+    }
+    Ok(report)
+}

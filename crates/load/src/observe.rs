@@ -1,0 +1,20 @@
+//! Progress callbacks: the engine calls an [`Observer`] once per recorded second and
+//! once per finished ramp / find-max step, from the calling thread. The CLI uses it for
+//! the live line on a TTY; libraries can ignore it ([`NoObserver`]).
+
+use crate::report::Step;
+use crate::series::SecondPoint;
+
+/// Receives progress while a run goes on.
+pub trait Observer {
+    /// One recorded second finished.
+    fn second(&mut self, _point: &SecondPoint) {}
+    /// A ramp or find-max step finished.
+    fn step(&mut self, _step: &Step) {}
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoObserver;
+
+impl Observer for NoObserver {}

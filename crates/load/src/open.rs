@@ -1,0 +1,130 @@
+//! Open-loop load: requests arrive on a constant schedule whatever the server does,
+//! as real users do, so a stalling server cannot slow the arrivals down ("coordinated
+//! omission"). Latency is measured from each request's *intended* send time (corrected)
+//! and, beside it, from the actual write (uncorrected, what a closed-loop tool would
+//! report). When every connection is busy, more are opened up to the worker's share of
+//! `--max-connections`; requests that still wait are queued and, if written more than
+//! [`LATE_AFTER`] after their intended time, counted as `late`. Queued requests older than
+//! the request timeout are dropped and counted as timeouts, which bounds the queue.
+
+use crate::conn::{ConnState, Connection, ErrorKind};
+use crate::worker::Core;
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+/// A request written later than this after its intended time is `late`.
+pub const LATE_AFTER: Duration = Duration::from_millis(5);
+
+/// Open-loop state of one worker.
+pub(crate) struct OpenLoop {
+    base: Instant,
+    interval: f64,
+    k: u64,
+    next: Instant,
+    pending: VecDeque<Instant>,
+    idle: Vec<usize>,
+    max_connections: usize,
+    late: u64,
+    failed: Vec<(usize, ErrorKind)>,
+}
+
+impl OpenLoop {
+    /// `rate`: this worker's share (requests/s); `base`: its first intended send time.
+    pub fn new(rate: f64, base: Instant, max_connections: usize) -> Self {
+        OpenLoop {
+            base,
+            interval: 1.0 / rate,
+            k: 0,
+            next: base,
+            pending: VecDeque::with_capacity(1024),
+            idle: Vec::with_capacity(max_connections),
+            max_connections,
+            late: 0,
+            failed: Vec::new(),
+        }
+    }
+
+    /// A send or connect that failed during [`OpenLoop::dispatch`], for the worker to handle.
+    pub fn take_failure(&mut self) -> Option<(usize, ErrorKind)> {
+        self.failed.pop()
+    }
+
+    /// The next intended send time.
+    pub fn next_send(&self) -> Instant {
+        self.next
+    }
+
+    /// Requests counted late.
+    pub fn late(&self) -> u64 {
+        self.late
+    }
+
+    /// Queued requests that belong to the recorded part (cancelled by the end).
+    pub fn pending_recorded(&self, record_start: Instant) -> u64 {
+        self.pending.iter().filter(|t| **t >= record_start).count() as u64
+    }
+
+    /// A connect failed: the oldest queued request is the one that failed.
+    pub fn consume_failed(&mut self) {
+        self.pending.pop_front();
+    }
+
+    /// Slot `i` is connected and free.
+    pub fn on_ready<C: Connection>(&mut self, core: &mut Core<C>, i: usize) {
+        let slot = &mut core.slots[i];
+        if !slot.idle {
+            slot.idle = true;
+            self.idle.push(i);
+        }
+    }
+
+    /// Queues what is due, expires what waited too long, sends on free connections,
+    /// and opens connections while requests wait.
+    pub fn dispatch<C: Connection>(&mut self, core: &mut Core<C>, now: Instant) {
+        while self.next <= now {
+            self.pending.push_back(self.next);
+            self.k += 1;
+            self.next = self.base + Duration::from_secs_f64(self.k as f64 * self.interval);
+        }
+        let record_start = core.cfg.record_start;
+        while let Some(&t) = self.pending.front() {
+            if now.saturating_duration_since(t) < core.cfg.timeout {
+                break;
+            }
+            self.pending.pop_front();
+            if t >= record_start && core.recording {
+                core.rec.error(ErrorKind::Timeout, 1);
+            }
+        }
+        while let Some(&intended) = self.pending.front() {
+            let Some(i) = self.idle.pop() else { break };
+            let slot = &mut core.slots[i];
+            if !slot.idle
+                || slot.conn.state() != ConnState::Open
+                || slot.conn.in_flight() > 0
+                || slot.conn.closing()
+            {
+                slot.idle = false;
+                continue;
+            }
+            slot.idle = false;
+            self.pending.pop_front();
+            let record = intended >= record_start;
+            if record && now.saturating_duration_since(intended) > LATE_AFTER {
+                self.late += 1;
+            }
+            if let Err(kind) = core.send(i, intended, now, false, record) {
+                self.failed.push((i, kind));
+            }
+        }
+        let want = self.pending.len().saturating_sub(core.connecting);
+        for _ in 0..want {
+            if core.slots.len() >= self.max_connections {
+                break;
+            }
+            if let (i, Some(kind)) = core.add_conn(now) {
+                self.failed.push((i, kind));
+            }
+        }
+    }
+}

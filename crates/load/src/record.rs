@@ -1,0 +1,201 @@
+//! Per-thread recording: latencies go into a thread-local HdrHistogram for the current
+//! second (no locks, no allocation per request); once a second the worker hands that
+//! interval histogram and the second's counters to the coordinator, which merges them
+//! into the run's totals, the per-second series and the interval log. Memory therefore
+//! stays bounded whatever the duration: a few histograms per thread, and three numbers
+//! per second of series.
+
+use crate::conn::{ErrorKind, Sent};
+use crate::parse::Completed;
+use hdrhistogram::Histogram;
+use std::sync::mpsc::Sender;
+use std::time::{Duration, Instant};
+
+/// Highest latency the histograms resolve (larger values saturate): one hour, in µs.
+pub(crate) const MAX_LATENCY_US: u64 = 3_600_000_000;
+
+/// A latency histogram in microseconds, 3 significant digits.
+pub(crate) fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_LATENCY_US, 3).expect("constant bounds are valid")
+}
+
+pub(crate) fn micros(d: Duration) -> u64 {
+    d.as_micros().min(u128::from(MAX_LATENCY_US)) as u64
+}
+
+/// Number of error kinds (index = `ErrorKind as usize`).
+pub(crate) const ERROR_KINDS: usize = 6;
+/// Status codes counted individually (0..=599); anything else goes to 0.
+pub(crate) const STATUS_SLOTS: usize = 600;
+
+/// One second of one worker.
+#[derive(Debug)]
+pub(crate) struct Tick {
+    pub thread: usize,
+    pub second: u64,
+    pub len: Duration,
+    pub hist: Histogram<u64>,
+    pub hist_uncorrected: Option<Histogram<u64>>,
+    pub requests: u64,
+    pub errors: u64,
+    pub bytes: u64,
+}
+
+/// Everything a worker counted over the recorded part of a run.
+#[derive(Debug, Clone)]
+pub(crate) struct Totals {
+    pub requests: u64,
+    pub bytes: u64,
+    pub status: Vec<u64>,
+    pub errors: [u64; ERROR_KINDS],
+    pub cancelled_at_end: u64,
+    pub late: u64,
+    pub reconnects: u64,
+    pub connections_opened: u64,
+    pub cpu: Duration,
+    pub wall: Duration,
+}
+
+impl Default for Totals {
+    fn default() -> Self {
+        Totals {
+            requests: 0,
+            bytes: 0,
+            status: vec![0; STATUS_SLOTS],
+            errors: [0; ERROR_KINDS],
+            cancelled_at_end: 0,
+            late: 0,
+            reconnects: 0,
+            connections_opened: 0,
+            cpu: Duration::ZERO,
+            wall: Duration::ZERO,
+        }
+    }
+}
+
+impl Totals {
+    /// Adds another worker's totals (CPU and wall add up too: wall is thread-seconds).
+    pub fn merge(&mut self, o: &Totals) {
+        self.requests += o.requests;
+        self.bytes += o.bytes;
+        for (a, b) in self.status.iter_mut().zip(&o.status) {
+            *a += b;
+        }
+        for (a, b) in self.errors.iter_mut().zip(&o.errors) {
+            *a += b;
+        }
+        self.cancelled_at_end += o.cancelled_at_end;
+        self.late += o.late;
+        self.reconnects += o.reconnects;
+        self.connections_opened += o.connections_opened;
+        self.cpu += o.cpu;
+        self.wall += o.wall;
+    }
+}
+
+/// What workers tell the coordinator.
+#[derive(Debug)]
+pub(crate) enum Msg {
+    Tick(Box<Tick>),
+    Done(usize, Box<Totals>),
+}
+
+/// The recording side of one worker.
+pub(crate) struct Recorder {
+    thread: usize,
+    tx: Sender<Msg>,
+    interval: Histogram<u64>,
+    interval_unc: Option<Histogram<u64>>,
+    sec_requests: u64,
+    sec_errors: u64,
+    sec_bytes: u64,
+    second: u64,
+    second_start: Instant,
+    pub totals: Totals,
+}
+
+impl Recorder {
+    pub fn new(thread: usize, tx: Sender<Msg>, open_loop: bool, record_start: Instant) -> Self {
+        Recorder {
+            thread,
+            tx,
+            interval: new_histogram(),
+            interval_unc: open_loop.then(new_histogram),
+            sec_requests: 0,
+            sec_errors: 0,
+            sec_bytes: 0,
+            second: 0,
+            second_start: record_start,
+            totals: Totals::default(),
+        }
+    }
+
+    /// When the current second ends.
+    pub fn next_tick(&self) -> Instant {
+        self.second_start + Duration::from_secs(1)
+    }
+
+    /// Records a completed response.
+    #[inline]
+    pub fn response(&mut self, sent: &Sent, now: Instant, c: &Completed) {
+        if !sent.record {
+            return;
+        }
+        self.totals.requests += 1;
+        self.totals.bytes += c.bytes;
+        self.sec_requests += 1;
+        self.sec_bytes += c.bytes;
+        let slot = usize::from(c.status);
+        self.totals.status[if slot < STATUS_SLOTS { slot } else { 0 }] += 1;
+        self.interval
+            .saturating_record(micros(now.saturating_duration_since(sent.intended)));
+        if let Some(h) = &mut self.interval_unc {
+            h.saturating_record(micros(now.saturating_duration_since(sent.written)));
+        }
+    }
+
+    /// Records `n` failed requests of one kind.
+    pub fn error(&mut self, kind: ErrorKind, n: u64) {
+        self.totals.errors[kind as usize] += n;
+        self.sec_errors += n;
+    }
+
+    /// Hands every second that ended by `now` to the coordinator.
+    pub fn tick(&mut self, now: Instant) {
+        while now >= self.next_tick() {
+            self.flush(Duration::from_secs(1));
+            self.second += 1;
+            self.second_start += Duration::from_secs(1);
+        }
+    }
+
+    fn flush(&mut self, len: Duration) {
+        let hist = std::mem::replace(&mut self.interval, new_histogram());
+        let hist_uncorrected = self
+            .interval_unc
+            .as_mut()
+            .map(|h| std::mem::replace(h, new_histogram()));
+        let tick = Tick {
+            thread: self.thread,
+            second: self.second,
+            len,
+            hist,
+            hist_uncorrected,
+            requests: std::mem::take(&mut self.sec_requests),
+            errors: std::mem::take(&mut self.sec_errors),
+            bytes: std::mem::take(&mut self.sec_bytes),
+        };
+        // The coordinator outlives the workers; a send can only fail if it panicked.
+        let _ = self.tx.send(Msg::Tick(Box::new(tick)));
+    }
+
+    /// Flushes the last, partial second and the totals.
+    pub fn finish(mut self, end: Instant) {
+        self.tick(end);
+        let len = end.saturating_duration_since(self.second_start);
+        if !len.is_zero() || self.sec_requests > 0 || self.sec_errors > 0 {
+            self.flush(len);
+        }
+        let _ = self.tx.send(Msg::Done(self.thread, Box::new(self.totals)));
+    }
+}

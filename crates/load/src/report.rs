@@ -1,0 +1,310 @@
+//! The result of a run: [`Report`], which serializes (serde) to the JSON contract of
+//! `perflab http --json` (documented in `docs/json.md`): `requests`, `duration_s`,
+//! `rps`, `mbps`, `errors{total,connect,timeout,reset,malformed,closed}`, `status{}`,
+//! `latency_ms{mean,sd,p50,p75,p90,p99,p999,p9999,max}`, `latency_uncorrected_ms`
+//! (open loop only), `client_cpu_per_req_us`, `client_saturated`, `siege{...}`,
+//! `steps[...]`, `max_rate` — followed by extra, additive fields. The merged latency
+//! histogram is kept whole ([`Report::histogram`], [`Report::histogram_bytes`]) so
+//! percentiles can be recomputed across trials.
+
+use crate::conn::ErrorKind;
+use crate::cpu::SATURATION;
+use crate::engine::PhaseResult;
+use crate::record::{new_histogram, Totals, STATUS_SLOTS};
+use crate::series::SecondPoint;
+use crate::siege::Siege;
+use hdrhistogram::serialization::{Serializer, V2Serializer};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The warning printed when the generator's threads are saturated.
+pub const SATURATED_WARNING: &str =
+    "the load generator is saturated: this measures the client, not the server";
+
+/// Failed requests by kind, as in the JSON contract.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Errors {
+    /// All failed requests.
+    pub total: u64,
+    /// Connect failures (refused, unreachable).
+    pub connect: u64,
+    /// Connect timeouts and request (read) timeouts.
+    pub timeout: u64,
+    /// Connections reset by the server.
+    pub reset: u64,
+    /// Responses that broke HTTP/1.1.
+    pub malformed: u64,
+    /// Server closed the connection before the response was complete.
+    pub closed: u64,
+}
+
+/// The finer split of [`Errors`]: the six kinds the engine tells apart.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ErrorKinds {
+    pub connect_refused: u64,
+    pub connect_timeout: u64,
+    pub read_timeout: u64,
+    pub reset: u64,
+    pub malformed: u64,
+    pub closed_early: u64,
+}
+
+/// Latency summary in milliseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Latency {
+    pub mean: f64,
+    pub sd: f64,
+    pub p50: f64,
+    pub p75: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub p9999: f64,
+    pub max: f64,
+}
+
+impl Latency {
+    /// Summarizes a histogram of microseconds.
+    pub fn from_histogram(h: &Histogram<u64>) -> Latency {
+        if h.is_empty() {
+            return Latency::default();
+        }
+        let q = |q: f64| h.value_at_quantile(q) as f64 / 1e3;
+        Latency {
+            mean: h.mean() / 1e3,
+            sd: h.stdev() / 1e3,
+            p50: q(0.50),
+            p75: q(0.75),
+            p90: q(0.90),
+            p99: q(0.99),
+            p999: q(0.999),
+            p9999: q(0.9999),
+            max: h.max() as f64 / 1e3,
+        }
+    }
+}
+
+/// One step of a ramp or of a knee search.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Step {
+    /// The step's target: a rate (requests/s) or a number of connections.
+    pub target: f64,
+    /// Achieved responses per second.
+    pub rps: f64,
+    /// Latency (corrected in open loop).
+    pub latency_ms: Latency,
+    /// Failed / attempted requests.
+    pub error_rate: f64,
+    /// Responses completed.
+    pub requests: u64,
+    /// Recorded seconds.
+    pub duration_s: f64,
+    /// Find-max only: whether the step met the SLO.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passed: Option<bool>,
+}
+
+/// What kind of run produced a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    Closed,
+    Open,
+    Ramp,
+    FindMax,
+}
+
+/// The result of a run. See the module doc for the JSON form.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub requests: u64,
+    pub duration_s: f64,
+    pub rps: f64,
+    /// Megabytes (10^6 bytes) per second received, heads included.
+    pub mbps: f64,
+    pub errors: Errors,
+    pub status: BTreeMap<String, u64>,
+    pub latency_ms: Latency,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_uncorrected_ms: Option<Latency>,
+    pub client_cpu_per_req_us: f64,
+    pub client_saturated: bool,
+    pub siege: Siege,
+    pub steps: Vec<Step>,
+    pub max_rate: Option<f64>,
+    // Additive fields beyond the contract.
+    pub mode: Mode,
+    pub connections: usize,
+    pub threads: usize,
+    pub target_rate: Option<f64>,
+    pub bytes: u64,
+    pub cancelled_at_end: u64,
+    pub late: u64,
+    pub reconnects: u64,
+    pub connections_opened: u64,
+    pub error_kinds: ErrorKinds,
+    /// Mean fraction of wall time the worker threads spent on CPU.
+    pub client_busy: f64,
+    /// Find-max: the lowest rate that broke the SLO.
+    pub broke_at: Option<f64>,
+    pub slo: Option<String>,
+    pub series: Vec<SecondPoint>,
+    pub warnings: Vec<String>,
+    #[serde(skip)]
+    histogram: Histogram<u64>,
+    #[serde(skip)]
+    histogram_uncorrected: Option<Histogram<u64>>,
+}
+
+impl Report {
+    /// Builds a report from the phases of a run (one for a plain run).
+    pub(crate) fn from_phases(
+        phases: &[&PhaseResult],
+        mode: Mode,
+        connections: usize,
+        threads: usize,
+    ) -> Report {
+        let mut totals = Totals::default();
+        let mut hist = new_histogram();
+        let mut unc: Option<Histogram<u64>> = None;
+        let mut series = Vec::new();
+        let mut elapsed = 0.0;
+        for p in phases {
+            totals.merge(&p.totals);
+            let _ = hist.add(&p.hist);
+            if let Some(u) = &p.hist_uncorrected {
+                let _ = unc.get_or_insert_with(new_histogram).add(u);
+            }
+            series.extend(p.series.iter().cloned());
+            elapsed += p.elapsed.as_secs_f64();
+        }
+        let e = &totals.errors;
+        let k = |kind: ErrorKind| e[kind as usize];
+        let error_kinds = ErrorKinds {
+            connect_refused: k(ErrorKind::Connect),
+            connect_timeout: k(ErrorKind::ConnectTimeout),
+            read_timeout: k(ErrorKind::Timeout),
+            reset: k(ErrorKind::Reset),
+            malformed: k(ErrorKind::Malformed),
+            closed_early: k(ErrorKind::Closed),
+        };
+        let errors = Errors {
+            total: e.iter().sum(),
+            connect: error_kinds.connect_refused,
+            timeout: error_kinds.connect_timeout + error_kinds.read_timeout,
+            reset: error_kinds.reset,
+            malformed: error_kinds.malformed,
+            closed: error_kinds.closed_early,
+        };
+        let status: BTreeMap<String, u64> = (0..STATUS_SLOTS)
+            .filter(|s| totals.status[*s] > 0)
+            .map(|s| {
+                (
+                    if s == 0 {
+                        "other".to_string()
+                    } else {
+                        s.to_string()
+                    },
+                    totals.status[s],
+                )
+            })
+            .collect();
+        let per_sec = |x: f64| if elapsed > 0.0 { x / elapsed } else { 0.0 };
+        let busy = if totals.wall.is_zero() {
+            0.0
+        } else {
+            totals.cpu.as_secs_f64() / totals.wall.as_secs_f64()
+        };
+        let saturated = busy >= SATURATION;
+        let failed_status: u64 = (400..STATUS_SLOTS).map(|s| totals.status[s]).sum();
+        let siege = Siege::compute(&totals, &hist, errors.total, failed_status, elapsed);
+        Report {
+            requests: totals.requests,
+            duration_s: elapsed,
+            rps: per_sec(totals.requests as f64),
+            mbps: per_sec(totals.bytes as f64) / 1e6,
+            errors,
+            status,
+            latency_ms: Latency::from_histogram(&hist),
+            latency_uncorrected_ms: unc.as_ref().map(Latency::from_histogram),
+            client_cpu_per_req_us: if totals.requests > 0 {
+                totals.cpu.as_secs_f64() * 1e6 / totals.requests as f64
+            } else {
+                0.0
+            },
+            client_saturated: saturated,
+            siege,
+            steps: Vec::new(),
+            max_rate: None,
+            mode,
+            connections,
+            threads,
+            target_rate: None,
+            bytes: totals.bytes,
+            cancelled_at_end: totals.cancelled_at_end,
+            late: totals.late,
+            reconnects: totals.reconnects,
+            connections_opened: totals.connections_opened,
+            error_kinds,
+            client_busy: busy,
+            broke_at: None,
+            slo: None,
+            series,
+            warnings: if saturated {
+                vec![SATURATED_WARNING.to_string()]
+            } else {
+                Vec::new()
+            },
+            histogram: hist,
+            histogram_uncorrected: unc,
+        }
+    }
+
+    /// The merged latency histogram, in microseconds (corrected in open loop).
+    pub fn histogram(&self) -> &Histogram<u64> {
+        &self.histogram
+    }
+
+    /// The merged uncorrected latency histogram (open loop only), in microseconds.
+    pub fn histogram_uncorrected(&self) -> Option<&Histogram<u64>> {
+        self.histogram_uncorrected.as_ref()
+    }
+
+    /// [`Report::histogram`] in HdrHistogram's V2 encoding (readable by every
+    /// HdrHistogram implementation's decoder).
+    pub fn histogram_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        // Serializing into a Vec cannot fail for a histogram of this size.
+        let _ = V2Serializer::new().serialize(&self.histogram, &mut out);
+        out
+    }
+
+    /// Failed requests in siege's sense: transport errors plus responses with status ≥ 400.
+    pub fn failed(&self) -> u64 {
+        self.siege.failed_transactions
+    }
+
+    /// Failed / attempted requests (0 when nothing was attempted).
+    pub fn error_rate(&self) -> f64 {
+        let attempted = self.requests + self.errors.total;
+        if attempted == 0 {
+            0.0
+        } else {
+            self.failed() as f64 / attempted as f64
+        }
+    }
+
+    /// As a [`Step`] with the given target.
+    pub(crate) fn as_step(&self, target: f64, passed: Option<bool>) -> Step {
+        Step {
+            target,
+            rps: self.rps,
+            latency_ms: self.latency_ms.clone(),
+            error_rate: self.error_rate(),
+            requests: self.requests,
+            duration_s: self.duration_s,
+            passed,
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! Requests are serialized once, before the run, and the same bytes are written for
+//! every request: the hot path never formats, allocates or copies a request.
+//!
+//! [`Prepared`] is what the workers share (behind an `Arc`): per URL its resolved
+//! address, the request bytes, and a pre-concatenated pipeline batch.
+
+use crate::error::SpecError;
+use crate::spec::LoadSpec;
+use crate::url::Target;
+use std::net::{SocketAddr, ToSocketAddrs};
+
+/// One URL ready to be hit.
+#[derive(Debug)]
+pub(crate) struct PreparedTarget {
+    /// Where to connect.
+    pub addr: SocketAddr,
+    /// One serialized request.
+    pub request: Box<[u8]>,
+    /// `pipeline` copies of `request`, written with one syscall.
+    pub batch: Box<[u8]>,
+    /// HEAD requests get responses without a body whatever the headers say.
+    pub head: bool,
+}
+
+/// URLs that share one address: a connection serves only URLs of its group.
+#[derive(Debug)]
+pub(crate) struct Group {
+    pub addr: SocketAddr,
+    pub targets: Vec<usize>,
+}
+
+/// Everything the workers need to send requests.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    pub targets: Vec<PreparedTarget>,
+    pub groups: Vec<Group>,
+    pub random: bool,
+    pub pipeline: usize,
+    pub keepalive: bool,
+}
+
+/// Reads files, parses and resolves URLs, serializes the requests.
+pub(crate) fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
+    spec.validate()?;
+    let mut urls = spec.urls.clone();
+    if let Some(path) = &spec.urls_file {
+        let text = std::fs::read_to_string(path).map_err(|source| SpecError::File {
+            what: "URL file",
+            path: path.clone(),
+            source,
+        })?;
+        urls.extend(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .filter_map(|l| l.split_whitespace().next())
+                .map(String::from),
+        );
+        if urls.is_empty() {
+            return Err(SpecError::Conflict(format!(
+                "the URL file `{}` has no URL",
+                path.display()
+            )));
+        }
+    }
+    let body = match (&spec.body, &spec.body_file) {
+        (Some(b), _) => Some(b.clone()),
+        (None, Some(path)) => Some(std::fs::read(path).map_err(|source| SpecError::File {
+            what: "body file",
+            path: path.clone(),
+            source,
+        })?),
+        (None, None) => None,
+    };
+    let mut targets = Vec::with_capacity(urls.len());
+    for u in &urls {
+        let t = Target::parse(u)?;
+        let addr = (t.host.as_str(), t.port)
+            .to_socket_addrs()
+            .map_err(|source| SpecError::Resolve {
+                host: t.host.clone(),
+                source,
+            })?
+            .next()
+            .ok_or_else(|| SpecError::Resolve {
+                host: t.host.clone(),
+                source: std::io::Error::other("no address"),
+            })?;
+        let request = serialize(spec, &t, body.as_deref());
+        let batch = request.repeat(spec.pipeline).into_boxed_slice();
+        targets.push(PreparedTarget {
+            addr,
+            request: request.into_boxed_slice(),
+            batch,
+            head: spec.method.eq_ignore_ascii_case("HEAD"),
+        });
+    }
+    let mut groups: Vec<Group> = Vec::new();
+    for (i, t) in targets.iter().enumerate() {
+        match groups.iter_mut().find(|g| g.addr == t.addr) {
+            Some(g) => g.targets.push(i),
+            None => groups.push(Group {
+                addr: t.addr,
+                targets: vec![i],
+            }),
+        }
+    }
+    Ok(Prepared {
+        targets,
+        groups,
+        random: spec.random,
+        pipeline: spec.pipeline,
+        keepalive: spec.keepalive,
+    })
+}
+
+/// The bytes of one request.
+pub(crate) fn serialize(spec: &LoadSpec, t: &Target, body: Option<&[u8]>) -> Vec<u8> {
+    let has = |name: &str| {
+        spec.headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case(name))
+    };
+    let mut out = Vec::with_capacity(128 + body.map_or(0, <[u8]>::len));
+    out.extend_from_slice(spec.method.as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(t.path.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    if !has("host") {
+        out.extend_from_slice(b"Host: ");
+        out.extend_from_slice(t.authority.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    for (n, v) in &spec.headers {
+        out.extend_from_slice(n.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(v.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    if let Some(b) = body {
+        if !has("content-length") {
+            out.extend_from_slice(format!("Content-Length: {}\r\n", b.len()).as_bytes());
+        }
+    }
+    if !spec.keepalive && !has("connection") {
+        out.extend_from_slice(b"Connection: close\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    if let Some(b) = body {
+        out.extend_from_slice(b);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serializes_once_with_host_body_and_close() {
+        let mut spec = LoadSpec::new("http://127.0.0.1:8080/x?y=1");
+        spec.method = "POST".into();
+        spec.headers = vec![("X-A".into(), "b".into())];
+        spec.keepalive = false;
+        let t = Target::parse(&spec.urls[0]).unwrap();
+        let bytes = serialize(&spec, &t, Some(b"hello"));
+        assert_eq!(
+            String::from_utf8(bytes).unwrap(),
+            "POST /x?y=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nX-A: b\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello"
+        );
+    }
+
+    #[test]
+    fn unreadable_body_file_is_a_spec_error() {
+        let mut spec = LoadSpec::new("http://127.0.0.1:1/");
+        spec.body_file = Some("/nonexistent/perflab-body".into());
+        assert!(matches!(prepare(&spec), Err(SpecError::File { .. })));
+    }
+}

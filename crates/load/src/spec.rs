@@ -1,0 +1,513 @@
+//! [`LoadSpec`]: everything that describes one load test, independent of where it came
+//! from — `perflab http` flags or an experiment file's `[workload] kind = "http"` table.
+//!
+//! The same option names serve both: the CLI builds the struct field by field, and
+//! `serde::Deserialize` reads a TOML/JSON table with durations as strings (`"10s"`,
+//! `"500ms"`) or numbers of seconds, rates as numbers or strings (`"2.5k"`), and fractions
+//! as `"0.1%"` or numbers. Unknown keys are rejected (a typo must not silently run a
+//! different test). [`LoadSpec::validate`] checks every value before anything is sent.
+
+use crate::error::SpecError;
+use crate::slo::Slo;
+use crate::units::{check_rate, parse_duration, parse_fraction, parse_rate};
+use crate::url::Target;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What a ramp varies from step to step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RampOver {
+    /// The open-loop arrival rate (requests/s).
+    #[default]
+    Rate,
+    /// The number of closed-loop connections.
+    Connections,
+}
+
+/// `--ramp START:END:STEPS`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ramp {
+    /// First step's target.
+    pub start: f64,
+    /// Last step's target.
+    pub end: f64,
+    /// Number of steps (≥ 1); targets are evenly spaced from `start` to `end`.
+    pub steps: u32,
+    /// What the targets are.
+    pub over: RampOver,
+}
+
+impl Ramp {
+    /// Parses `START:END:STEPS`.
+    pub fn parse(s: &str, over: RampOver) -> Result<Ramp, SpecError> {
+        let err = || SpecError::value("ramp", s, "START:END:STEPS, like 100:1000:10");
+        let parts: Vec<&str> = s.split(':').collect();
+        let [a, b, n] = parts.as_slice() else {
+            return Err(err());
+        };
+        let start = parse_rate("ramp", a).map_err(|_| err())?;
+        let end = parse_rate("ramp", b).map_err(|_| err())?;
+        let steps: u32 = n.trim().parse().ok().filter(|n| *n >= 1).ok_or_else(err)?;
+        Ok(Ramp {
+            start,
+            end,
+            steps,
+            over,
+        })
+    }
+
+    /// The target of each step.
+    pub fn targets(&self) -> Vec<f64> {
+        if self.steps == 1 {
+            return vec![self.start];
+        }
+        let n = f64::from(self.steps - 1);
+        (0..self.steps)
+            .map(|i| self.start + (self.end - self.start) * f64::from(i) / n)
+            .collect()
+    }
+}
+
+/// A complete description of one load test. See the module doc for the file form.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(try_from = "RawSpec")]
+pub struct LoadSpec {
+    /// Target URLs (at least one).
+    pub urls: Vec<String>,
+    /// A file with one URL per line (siege's URL file: `#` comments, blank lines skipped).
+    pub urls_file: Option<PathBuf>,
+    /// Pick URLs at random instead of round-robin.
+    pub random: bool,
+    /// Request method.
+    pub method: String,
+    /// Extra request headers.
+    pub headers: Vec<(String, String)>,
+    /// Request body.
+    pub body: Option<Vec<u8>>,
+    /// Read the request body from this file.
+    pub body_file: Option<PathBuf>,
+    /// Closed-loop connections, or the initial connections of an open loop (default 10).
+    pub connections: usize,
+    /// Worker threads (default: min(logical cores, connections)).
+    pub threads: Option<usize>,
+    /// Recorded duration (default 10 s unless `requests` is set).
+    pub duration: Option<Duration>,
+    /// Stop after this many requests (closed loop).
+    pub requests: Option<u64>,
+    /// Unrecorded load before the recorded part.
+    pub warmup: Duration,
+    /// Open-loop arrival rate, requests/s.
+    pub rate: Option<f64>,
+    /// Open loop: most connections to open when all are busy (default 10 × connections).
+    pub max_connections: Option<usize>,
+    /// Stepwise ramp.
+    pub ramp: Option<Ramp>,
+    /// Duration of each ramp / find-max step (default: duration / steps, else 5 s).
+    pub step_duration: Option<Duration>,
+    /// Knee search: the highest rate that meets `slo`.
+    pub find_max: bool,
+    /// The SLO of the knee search.
+    pub slo: Option<Slo>,
+    /// Highest error rate a find-max step may have and still pass (default 0.1 %).
+    pub max_error_rate: f64,
+    /// Reuse connections (default true).
+    pub keepalive: bool,
+    /// Requests in flight per connection (closed loop; default 1).
+    pub pipeline: usize,
+    /// Per-request timeout (default 10 s).
+    pub timeout: Duration,
+    /// Connect timeout (default 5 s).
+    pub connect_timeout: Duration,
+    /// Write an HdrHistogram interval log here.
+    pub hdr_log: Option<PathBuf>,
+}
+
+impl Default for LoadSpec {
+    fn default() -> Self {
+        LoadSpec {
+            urls: Vec::new(),
+            urls_file: None,
+            random: false,
+            method: "GET".into(),
+            headers: Vec::new(),
+            body: None,
+            body_file: None,
+            connections: 10,
+            threads: None,
+            duration: None,
+            requests: None,
+            warmup: Duration::ZERO,
+            rate: None,
+            max_connections: None,
+            ramp: None,
+            step_duration: None,
+            find_max: false,
+            slo: None,
+            max_error_rate: 0.001,
+            keepalive: true,
+            pipeline: 1,
+            timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(5),
+            hdr_log: None,
+        }
+    }
+}
+
+impl LoadSpec {
+    /// A spec for one URL with every other option at its default.
+    pub fn new(url: impl Into<String>) -> Self {
+        LoadSpec {
+            urls: vec![url.into()],
+            ..LoadSpec::default()
+        }
+    }
+
+    /// Effective recorded duration of a plain run (`None`: until `requests` are done).
+    pub fn effective_duration(&self) -> Option<Duration> {
+        match (self.duration, self.requests) {
+            (Some(d), _) => Some(d),
+            (None, Some(_)) => None,
+            (None, None) => Some(Duration::from_secs(10)),
+        }
+    }
+
+    /// Effective threads for `connections` connections.
+    pub fn effective_threads(&self, connections: usize) -> usize {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        self.threads
+            .unwrap_or_else(|| cores.min(connections))
+            .clamp(1, connections.max(1))
+    }
+
+    /// Effective open-loop connection cap.
+    pub fn effective_max_connections(&self) -> usize {
+        self.max_connections
+            .unwrap_or(self.connections.saturating_mul(10))
+    }
+
+    /// Duration of one ramp / find-max step.
+    pub fn effective_step_duration(&self) -> Duration {
+        if let Some(d) = self.step_duration {
+            return d;
+        }
+        match (&self.ramp, self.duration) {
+            (Some(r), Some(d)) => d / r.steps,
+            _ => Duration::from_secs(5),
+        }
+    }
+
+    /// Checks every value; the URLs are parsed too. Nothing is sent.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        if self.urls.is_empty() && self.urls_file.is_none() {
+            return Err(SpecError::Conflict(
+                "no URL given (a URL or a URL file is required)".into(),
+            ));
+        }
+        for u in &self.urls {
+            Target::parse(u)?;
+        }
+        if self.method.is_empty() || !self.method.bytes().all(is_token) {
+            return Err(SpecError::value(
+                "method",
+                &self.method,
+                "an HTTP method token like GET or POST",
+            ));
+        }
+        for (name, value) in &self.headers {
+            if name.is_empty() || !name.bytes().all(is_token) {
+                return Err(SpecError::value("header name", name, "a token like X-Name"));
+            }
+            if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+                return Err(SpecError::value(
+                    "header value",
+                    value,
+                    "a value without CR or LF",
+                ));
+            }
+        }
+        if self.body.is_some() && self.body_file.is_some() {
+            return Err(SpecError::Conflict(
+                "give either a body or a body file, not both".into(),
+            ));
+        }
+        positive("connections", self.connections)?;
+        if let Some(t) = self.threads {
+            positive("threads", t)?;
+        }
+        positive("pipeline", self.pipeline)?;
+        if self.requests == Some(0) {
+            return Err(SpecError::value(
+                "requests",
+                "0",
+                "a positive number of requests",
+            ));
+        }
+        if self.duration == Some(Duration::ZERO) {
+            return Err(SpecError::value("duration", "0", "a positive duration"));
+        }
+        if self.timeout.is_zero() || self.connect_timeout.is_zero() {
+            return Err(SpecError::value("timeout", "0", "a positive duration"));
+        }
+        if let Some(r) = self.rate {
+            check_rate("rate", r)?;
+        }
+        if let Some(m) = self.max_connections {
+            if m < self.connections {
+                return Err(SpecError::value(
+                    "max-connections",
+                    m.to_string(),
+                    "at least the number of connections",
+                ));
+            }
+        }
+        if !(0.0..=1.0).contains(&self.max_error_rate) {
+            return Err(SpecError::value(
+                "max-error-rate",
+                self.max_error_rate.to_string(),
+                "a fraction in [0, 1]",
+            ));
+        }
+        let open = self.rate.is_some()
+            || self.find_max
+            || matches!(&self.ramp, Some(r) if r.over == RampOver::Rate);
+        if open && self.pipeline > 1 {
+            return Err(SpecError::Conflict(
+                "pipelining is for closed-loop runs only (drop --pipeline or --rate)".into(),
+            ));
+        }
+        if self.rate.is_some() && self.requests.is_some() {
+            return Err(SpecError::Conflict(
+                "a request count (-n) is for closed-loop runs; use a duration (-d) with --rate"
+                    .into(),
+            ));
+        }
+        if self.find_max && self.slo.is_none() {
+            return Err(SpecError::Conflict(
+                "--find-max needs an SLO, like --slo 'p99<20ms'".into(),
+            ));
+        }
+        if (self.find_max || self.ramp.is_some()) && self.requests.is_some() {
+            return Err(SpecError::Conflict(
+                "a request count (-n) cannot be combined with --ramp or --find-max".into(),
+            ));
+        }
+        if self.find_max && matches!(&self.ramp, Some(r) if r.over == RampOver::Connections) {
+            return Err(SpecError::Conflict(
+                "--find-max searches a rate; it cannot ramp connections".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn positive(field: &'static str, v: usize) -> Result<(), SpecError> {
+    if v == 0 {
+        Err(SpecError::value(field, "0", "a positive number"))
+    } else {
+        Ok(())
+    }
+}
+
+/// RFC 9110 token characters.
+pub(crate) fn is_token(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// Parses `Name: value`.
+pub fn parse_header(s: &str) -> Result<(String, String), SpecError> {
+    let (n, v) = s
+        .split_once(':')
+        .ok_or_else(|| SpecError::value("header", s, "`Name: value`"))?;
+    Ok((n.trim().to_string(), v.trim().to_string()))
+}
+
+/// The file form: every field optional, loosely typed, converted by `TryFrom`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSpec {
+    kind: Option<String>,
+    url: Option<String>,
+    urls: Option<Vec<String>>,
+    urls_file: Option<PathBuf>,
+    random: Option<bool>,
+    method: Option<String>,
+    headers: Option<RawHeaders>,
+    body: Option<String>,
+    body_file: Option<PathBuf>,
+    connections: Option<usize>,
+    threads: Option<usize>,
+    duration: Option<Number>,
+    requests: Option<u64>,
+    warmup: Option<Number>,
+    rate: Option<Number>,
+    max_connections: Option<usize>,
+    ramp: Option<String>,
+    ramp_over: Option<String>,
+    step_duration: Option<Number>,
+    find_max: Option<bool>,
+    slo: Option<String>,
+    max_error_rate: Option<Number>,
+    keepalive: Option<bool>,
+    pipeline: Option<usize>,
+    timeout: Option<Number>,
+    connect_timeout: Option<Number>,
+    hdr_log: Option<PathBuf>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Number {
+    Num(f64),
+    Text(String),
+}
+
+impl Number {
+    fn text(&self) -> String {
+        match self {
+            Number::Num(n) => n.to_string(),
+            Number::Text(s) => s.clone(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawHeaders {
+    List(Vec<String>),
+    Map(BTreeMap<String, String>),
+}
+
+impl TryFrom<RawSpec> for LoadSpec {
+    type Error = SpecError;
+
+    fn try_from(r: RawSpec) -> Result<Self, SpecError> {
+        if let Some(k) = &r.kind {
+            if k != "http" {
+                return Err(SpecError::value("kind", k, "\"http\""));
+            }
+        }
+        let d = LoadSpec::default();
+        let dur = |field, v: &Option<Number>| -> Result<Option<Duration>, SpecError> {
+            v.as_ref()
+                .map(|v| parse_duration(field, &v.text()))
+                .transpose()
+        };
+        let mut urls = r.urls.unwrap_or_default();
+        urls.extend(r.url);
+        let headers = match r.headers {
+            None => Vec::new(),
+            Some(RawHeaders::List(l)) => l
+                .iter()
+                .map(|h| parse_header(h))
+                .collect::<Result<_, _>>()?,
+            Some(RawHeaders::Map(m)) => m.into_iter().collect(),
+        };
+        let over = match r.ramp_over.as_deref() {
+            None | Some("rate") => RampOver::Rate,
+            Some("connections") => RampOver::Connections,
+            Some(o) => {
+                return Err(SpecError::value(
+                    "ramp_over",
+                    o,
+                    "\"rate\" or \"connections\"",
+                ))
+            }
+        };
+        let spec = LoadSpec {
+            urls,
+            urls_file: r.urls_file,
+            random: r.random.unwrap_or(false),
+            method: r.method.unwrap_or(d.method),
+            headers,
+            body: r.body.map(String::into_bytes),
+            body_file: r.body_file,
+            connections: r.connections.unwrap_or(d.connections),
+            threads: r.threads,
+            duration: dur("duration", &r.duration)?,
+            requests: r.requests,
+            warmup: dur("warmup", &r.warmup)?.unwrap_or_default(),
+            rate: r.rate.map(|v| parse_rate("rate", &v.text())).transpose()?,
+            max_connections: r.max_connections,
+            ramp: r.ramp.map(|s| Ramp::parse(&s, over)).transpose()?,
+            step_duration: dur("step_duration", &r.step_duration)?,
+            find_max: r.find_max.unwrap_or(false),
+            slo: r.slo.map(|s| Slo::parse(&s)).transpose()?,
+            max_error_rate: match r.max_error_rate {
+                Some(v) => parse_fraction("max_error_rate", &v.text())?,
+                None => d.max_error_rate,
+            },
+            keepalive: r.keepalive.unwrap_or(true),
+            pipeline: r.pipeline.unwrap_or(1),
+            timeout: dur("timeout", &r.timeout)?.unwrap_or(d.timeout),
+            connect_timeout: dur("connect_timeout", &r.connect_timeout)?
+                .unwrap_or(d.connect_timeout),
+            hdr_log: r.hdr_log,
+        };
+        spec.validate()?;
+        Ok(spec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ramp_targets() {
+        let r = Ramp::parse("100:400:4", RampOver::Rate).unwrap();
+        assert_eq!(r.targets(), vec![100.0, 200.0, 300.0, 400.0]);
+        assert_eq!(
+            Ramp::parse("5:5:1", RampOver::Rate).unwrap().targets(),
+            vec![5.0]
+        );
+        for bad in ["1:2", "0:10:2", "1:10:0", "a:b:c"] {
+            assert!(Ramp::parse(bad, RampOver::Rate).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn validation_rejects_bad_values() {
+        let ok = LoadSpec::new("http://127.0.0.1:1/");
+        ok.validate().unwrap();
+        let bad = [
+            LoadSpec {
+                connections: 0,
+                ..ok.clone()
+            },
+            LoadSpec {
+                urls: vec!["nope".into()],
+                ..ok.clone()
+            },
+            LoadSpec {
+                rate: Some(-1.0),
+                ..ok.clone()
+            },
+            LoadSpec {
+                method: "G T".into(),
+                ..ok.clone()
+            },
+            LoadSpec {
+                headers: vec![("X".into(), "a\r\nb".into())],
+                ..ok.clone()
+            },
+            LoadSpec {
+                find_max: true,
+                ..ok.clone()
+            },
+            LoadSpec {
+                rate: Some(10.0),
+                pipeline: 4,
+                ..ok.clone()
+            },
+            LoadSpec {
+                max_connections: Some(2),
+                ..ok.clone()
+            },
+        ];
+        for b in bad {
+            assert!(b.validate().is_err(), "{b:?}");
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! Human rendering of a [`Report`]: an aligned table with units (req/s, MB/s, ms),
+//! the latency percentiles (corrected and, in open loop, uncorrected), the steps of a
+//! ramp or knee search, the siege block and the warnings. Kept in the library so every
+//! front end prints the same thing and tests can pin it.
+
+use crate::report::{Latency, Mode, Report};
+use std::fmt::Write;
+
+/// Renders `r` for a terminal.
+pub fn render(r: &Report) -> String {
+    let mut s = String::new();
+    let mode = match r.mode {
+        Mode::Closed => "closed loop".to_string(),
+        Mode::Open => format!("open loop at {:.0} req/s", r.target_rate.unwrap_or(0.0)),
+        Mode::Ramp => "ramp".to_string(),
+        Mode::FindMax => format!("find-max, SLO {}", r.slo.as_deref().unwrap_or("")),
+    };
+    let row = |s: &mut String, k: &str, v: String| {
+        let _ = writeln!(s, "  {k:<18} {v}");
+    };
+    row(
+        &mut s,
+        "Mode",
+        format!(
+            "{mode}, {} connections, {} threads",
+            r.connections, r.threads
+        ),
+    );
+    row(&mut s, "Requests", format!("{:>12}", r.requests));
+    row(&mut s, "Duration", format!("{:>12.2} s", r.duration_s));
+    row(&mut s, "Throughput", format!("{:>12.2} req/s", r.rps));
+    row(&mut s, "Transfer", format!("{:>12.2} MB/s", r.mbps));
+    let e = &r.errors;
+    row(
+        &mut s,
+        "Errors",
+        format!(
+            "{:>12}   (connect {}, timeout {}, reset {}, malformed {}, closed {})",
+            e.total, e.connect, e.timeout, e.reset, e.malformed, e.closed
+        ),
+    );
+    let status: Vec<String> = r.status.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    row(&mut s, "Status", format!("{:>12}", status.join(", ")));
+    if r.cancelled_at_end > 0 || r.late > 0 || r.reconnects > 0 {
+        row(
+            &mut s,
+            "Also",
+            format!(
+                "cancelled at end {}, late {}, reconnects {}",
+                r.cancelled_at_end, r.late, r.reconnects
+            ),
+        );
+    }
+    row(
+        &mut s,
+        "Client CPU",
+        format!(
+            "{:>12.2} µs/req   (threads {:.0} % busy)",
+            r.client_cpu_per_req_us,
+            r.client_busy * 100.0
+        ),
+    );
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "  {:<18} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "Latency (ms)", "mean", "sd", "p50", "p75", "p90", "p99", "p99.9", "p99.99", "max"
+    );
+    let label = if r.latency_uncorrected_ms.is_some() {
+        "corrected"
+    } else {
+        ""
+    };
+    latency_row(&mut s, label, &r.latency_ms);
+    if let Some(u) = &r.latency_uncorrected_ms {
+        latency_row(&mut s, "uncorrected", u);
+    }
+    if !r.steps.is_empty() {
+        let _ = writeln!(s);
+        let _ = writeln!(
+            s,
+            "  {:<6} {:>10} {:>12} {:>10} {:>10} {:>9} {:>6}",
+            "Step", "target", "req/s", "p50 ms", "p99 ms", "errors", "SLO"
+        );
+        for (i, st) in r.steps.iter().enumerate() {
+            let slo = match st.passed {
+                Some(true) => "ok",
+                Some(false) => "broke",
+                None => "",
+            };
+            let _ = writeln!(
+                s,
+                "  {:<6} {:>10.1} {:>12.2} {:>10.3} {:>10.3} {:>8.2}% {:>6}",
+                i + 1,
+                st.target,
+                st.rps,
+                st.latency_ms.p50,
+                st.latency_ms.p99,
+                st.error_rate * 100.0,
+                slo
+            );
+        }
+    }
+    if r.mode == Mode::FindMax {
+        let _ = writeln!(s);
+        match r.max_rate {
+            Some(m) => row(&mut s, "Max rate", format!("{m:.1} req/s meets the SLO")),
+            None => row(&mut s, "Max rate", "no rate tried met the SLO".to_string()),
+        }
+        if let Some(b) = r.broke_at {
+            row(&mut s, "Broke at", format!("{b:.1} req/s"));
+        }
+    }
+    let _ = writeln!(s);
+    for line in r.siege.to_string().lines() {
+        let _ = writeln!(s, "  {line}");
+    }
+    for w in &r.warnings {
+        let _ = writeln!(s, "\nwarning: {w}");
+    }
+    s
+}
+
+fn latency_row(s: &mut String, label: &str, l: &Latency) {
+    let _ = writeln!(
+        s,
+        "  {:<18} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
+        label, l.mean, l.sd, l.p50, l.p75, l.p90, l.p99, l.p999, l.p9999, l.max
+    );
+}

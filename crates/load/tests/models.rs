@@ -1,0 +1,218 @@
+//! Load models against local servers: open loop and coordinated omission, ramps, the
+//! knee search, the interval log and the JSON contract.
+mod common;
+
+use common::{ok, Reply, TestServer};
+use perflab_load::{run, LoadSpec, Mode, Ramp, RampOver, Slo};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+#[test]
+fn open_loop_keeps_its_rate() {
+    let srv = TestServer::start(|_| Reply::Send(ok("o")));
+    let s = LoadSpec {
+        connections: 2,
+        rate: Some(200.0),
+        duration: Some(Duration::from_secs(1)),
+        ..LoadSpec::new(srv.url("/"))
+    };
+    let r = run(&s).unwrap();
+    assert_eq!(r.mode, Mode::Open);
+    assert!((180..=202).contains(&r.requests), "requests {}", r.requests);
+    assert!(r.latency_uncorrected_ms.is_some());
+    assert_eq!(r.errors.total, 0);
+}
+
+/// The issue's coordinated-omission test: 400 req/s on one connection against a
+/// server that stalls every reply for 200 ms once per second.
+#[test]
+fn open_loop_corrects_coordinated_omission() {
+    let start = Instant::now();
+    let srv = TestServer::start(move |_| {
+        let phase = Duration::from_nanos((start.elapsed().as_nanos() % 1_000_000_000) as u64);
+        if phase < Duration::from_millis(200) {
+            Reply::Delay(Duration::from_millis(200) - phase, ok("s"))
+        } else {
+            Reply::Send(ok("s"))
+        }
+    });
+    let s = LoadSpec {
+        connections: 1,
+        max_connections: Some(1),
+        rate: Some(400.0),
+        duration: Some(Duration::from_millis(2500)),
+        ..LoadSpec::new(srv.url("/"))
+    };
+    let r = run(&s).unwrap();
+    let unc = r.latency_uncorrected_ms.clone().unwrap();
+    eprintln!(
+        "corrected p99 {} ms, uncorrected p99 {} ms, late {}",
+        r.latency_ms.p99, unc.p99, r.late
+    );
+    assert!(
+        r.latency_ms.p99 >= 150.0,
+        "corrected p99 {} ms",
+        r.latency_ms.p99
+    );
+    assert!(
+        unc.p99 < 0.8 * r.latency_ms.p99,
+        "uncorrected p99 {} vs corrected {}",
+        unc.p99,
+        r.latency_ms.p99
+    );
+    assert!(r.late > 50, "late {}", r.late);
+    assert_eq!(r.connections_opened, 1);
+}
+
+#[test]
+fn ramp_reports_each_step() {
+    let srv = TestServer::start(|_| Reply::Send(ok("r")));
+    let s = LoadSpec {
+        connections: 2,
+        ramp: Some(Ramp::parse("100:300:3", RampOver::Rate).unwrap()),
+        step_duration: Some(Duration::from_millis(400)),
+        ..LoadSpec::new(srv.url("/"))
+    };
+    let r = run(&s).unwrap();
+    assert_eq!(r.mode, Mode::Ramp);
+    let targets: Vec<f64> = r.steps.iter().map(|s| s.target).collect();
+    assert_eq!(targets, vec![100.0, 200.0, 300.0]);
+    for st in &r.steps {
+        assert!(
+            st.rps > 0.8 * st.target && st.rps < 1.1 * st.target,
+            "{st:?}"
+        );
+    }
+    let s = LoadSpec {
+        ramp: Some(Ramp::parse("1:3:2", RampOver::Connections).unwrap()),
+        step_duration: Some(Duration::from_millis(200)),
+        ..LoadSpec::new(srv.url("/"))
+    };
+    let r = run(&s).unwrap();
+    assert_eq!(r.steps.len(), 2);
+    assert!(r.steps.iter().all(|s| s.requests > 0));
+}
+
+/// A server with a capacity of `capacity` req/s: one virtual worker that spends
+/// `1/capacity` s on each request, so a queue (and latency) grows above that rate.
+fn capacity_server(capacity: f64) -> TestServer {
+    let service = Duration::from_secs_f64(1.0 / capacity);
+    let free_at = Arc::new(Mutex::new(Instant::now()));
+    TestServer::start(move |_| {
+        let now = Instant::now();
+        let done = {
+            let mut f = free_at.lock().unwrap();
+            *f = (*f).max(now) + service;
+            *f
+        };
+        Reply::Delay(done.saturating_duration_since(now), ok("k"))
+    })
+}
+
+#[test]
+fn find_max_finds_the_knee_within_20_percent() {
+    let srv = capacity_server(400.0);
+    let s = LoadSpec {
+        connections: 4,
+        find_max: true,
+        slo: Some(Slo::parse("p99<10ms").unwrap()),
+        max_error_rate: 0.01,
+        step_duration: Some(Duration::from_millis(500)),
+        ..LoadSpec::new(srv.url("/"))
+    };
+    let r = run(&s).unwrap();
+    let max = r.max_rate.expect("a rate met the SLO");
+    for st in &r.steps {
+        eprintln!(
+            "step {:.0} req/s: {:.0} req/s, p99 {:.2} ms, passed {:?}",
+            st.target, st.rps, st.latency_ms.p99, st.passed
+        );
+    }
+    assert!(
+        (320.0..=480.0).contains(&max),
+        "max_rate {max}, steps {:#?}",
+        r.steps
+    );
+    assert!(r.broke_at.unwrap() > max);
+    assert!(r.steps.iter().any(|s| s.passed == Some(false)));
+}
+
+#[test]
+fn hdr_log_and_json_contract() {
+    let srv = TestServer::start(|_| Reply::Send(ok("j")));
+    let dir = std::env::temp_dir().join(format!("perflab-load-json-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("run.hlog");
+    let s = LoadSpec {
+        connections: 2,
+        rate: Some(300.0),
+        duration: Some(Duration::from_millis(1500)),
+        hdr_log: Some(log.clone()),
+        ..LoadSpec::new(srv.url("/"))
+    };
+    let r = run(&s).unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("#[StartTime: "));
+    let intervals = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with('"'))
+        .count();
+    assert!(intervals >= 2, "{text}");
+    assert!(text.contains("Tag=uncorrected,"));
+    assert_eq!(r.series.len(), 2);
+    let v = serde_json::to_value(&r).unwrap();
+    for key in [
+        "requests",
+        "duration_s",
+        "rps",
+        "mbps",
+        "errors",
+        "status",
+        "latency_ms",
+        "latency_uncorrected_ms",
+        "client_cpu_per_req_us",
+        "client_saturated",
+        "siege",
+        "steps",
+        "max_rate",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key}");
+    }
+    for key in [
+        "total",
+        "connect",
+        "timeout",
+        "reset",
+        "malformed",
+        "closed",
+    ] {
+        assert!(v["errors"][key].is_u64(), "errors.{key}");
+    }
+    for key in [
+        "mean", "sd", "p50", "p75", "p90", "p99", "p999", "p9999", "max",
+    ] {
+        assert!(v["latency_ms"][key].is_number(), "latency_ms.{key}");
+        assert!(
+            v["latency_uncorrected_ms"][key].is_number(),
+            "latency_uncorrected_ms.{key}"
+        );
+    }
+    assert!(v["status"]["200"].is_u64());
+    assert!(v["client_saturated"].is_boolean());
+    assert!(v["max_rate"].is_null());
+    for key in [
+        "transactions",
+        "availability",
+        "elapsed_time_s",
+        "concurrency",
+        "longest_transaction_s",
+    ] {
+        assert!(v["siege"].get(key).is_some(), "siege.{key}");
+    }
+    let bytes = r.histogram_bytes();
+    let back: hdrhistogram::Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .unwrap();
+    assert_eq!(back.len(), r.requests);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,116 @@
+//! The four accept strategies: which listening sockets exist and how each worker
+//! watches them.
+//!
+//! - `reuseport`: one `SO_REUSEPORT` socket per worker, all bound to the same address;
+//!   the kernel hashes each new connection to one socket, so exactly one worker wakes.
+//! - `shared`: one socket in every worker's epoll, level-triggered: every worker wakes
+//!   for every connection and all but one get `EAGAIN` (the thundering herd).
+//! - `exclusive`: the same socket added with `EPOLLEXCLUSIVE`: the kernel wakes one
+//!   (or a few) of the waiting workers.
+//! - `mutex`: one socket, registered only in the epoll of the worker that holds the
+//!   [`AcceptLock`], as nginx's `accept_mutex` does: a worker takes the lock before
+//!   waiting (and holds it while it waits), others poll for it every
+//!   [`MUTEX_RETRY`] and deregister the socket while they don't hold it; a worker
+//!   that already carries 7/8 of its share of connections stops competing.
+
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::{Config, Strategy};
+use crate::error::ServeError;
+use crate::sys::{self, EV_EXCLUSIVE, EV_IN};
+
+/// How often a worker without the accept lock tries to take it.
+pub const MUTEX_RETRY: Duration = Duration::from_millis(50);
+
+/// The lock of the `mutex` strategy.
+#[derive(Debug, Default)]
+pub(crate) struct AcceptLock {
+    held: AtomicBool,
+}
+
+impl AcceptLock {
+    pub fn try_acquire(&self) -> bool {
+        self.held
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+    pub fn release(&self) {
+        self.held.store(false, Ordering::Release);
+    }
+}
+
+/// The listening sockets of one server start: one entry per worker.
+#[derive(Debug)]
+pub(crate) struct Listeners {
+    pub per_worker: Vec<Arc<OwnedFd>>,
+    pub local_addr: SocketAddr,
+}
+
+/// Opens the sockets for `config.accept`.
+pub(crate) fn open(config: &Config) -> Result<Listeners, ServeError> {
+    let reuseport = config.accept == Strategy::Reuseport;
+    let bind_err = |addr, source| ServeError::Bind { addr, source };
+    let first = sys::listen(&config.bind, reuseport, config.backlog)
+        .map_err(|e| bind_err(config.bind, e))?;
+    let local_addr = sys::local_addr(first.as_raw_fd()).map_err(|e| bind_err(config.bind, e))?;
+    let first = Arc::new(first);
+    let mut per_worker = vec![first.clone()];
+    for _ in 1..config.workers {
+        if reuseport {
+            let fd = sys::listen(&local_addr, true, config.backlog)
+                .map_err(|e| bind_err(local_addr, e))?;
+            per_worker.push(Arc::new(fd));
+        } else {
+            per_worker.push(first.clone());
+        }
+    }
+    Ok(Listeners {
+        per_worker,
+        local_addr,
+    })
+}
+
+/// The epoll flags a worker registers its listener with (`None`: not up front).
+pub(crate) fn initial_interest(strategy: Strategy) -> Option<u32> {
+    match strategy {
+        Strategy::Reuseport | Strategy::Shared => Some(EV_IN),
+        Strategy::Exclusive => Some(EV_IN | EV_EXCLUSIVE),
+        Strategy::Mutex => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reuseport_opens_one_socket_per_worker_on_one_port() {
+        let mut c = Config {
+            bind: "127.0.0.1:0".parse().unwrap(),
+            workers: 3,
+            ..Config::default()
+        };
+        let l = open(&c).unwrap();
+        assert_eq!(l.per_worker.len(), 3);
+        assert_ne!(l.per_worker[0].as_raw_fd(), l.per_worker[1].as_raw_fd());
+        for fd in &l.per_worker {
+            assert_eq!(sys::local_addr(fd.as_raw_fd()).unwrap(), l.local_addr);
+        }
+        c.accept = Strategy::Shared;
+        let s = open(&c).unwrap();
+        assert_eq!(s.per_worker[0].as_raw_fd(), s.per_worker[2].as_raw_fd());
+    }
+
+    #[test]
+    fn lock_is_exclusive() {
+        let l = AcceptLock::default();
+        assert!(l.try_acquire());
+        assert!(!l.try_acquire());
+        l.release();
+        assert!(l.try_acquire());
+    }
+}

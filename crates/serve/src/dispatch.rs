@@ -1,0 +1,124 @@
+//! Deciding the answer to one complete request: hello page, dynamic handler, static
+//! file, or an error — written into the connection's output buffer.
+//!
+//! The order is fixed: `hello` mode answers everything without looking at the path
+//! (it is the benchmark path, so it does nothing else); otherwise the target is
+//! decoded and normalized first (so a handler never sees `..` or bad escapes), then
+//! the handler may answer, then GET/HEAD fall back to static files; other known
+//! methods get 405, unknown ones 501.
+
+use std::net::SocketAddr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+
+use crate::config::Config;
+use crate::files::{self, FileBody, Static, Target};
+use crate::hello::HelloPages;
+use crate::parse::{Head, Method};
+use crate::path;
+use crate::request::Request;
+use crate::response::{write_error, write_error_with, write_response, Wire};
+
+/// The outcome of one request, for the connection and the access log.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    pub status: u16,
+    /// Body bytes (written to the buffer or still to send from `file`).
+    pub bytes: u64,
+    /// A file body to send after the buffered head.
+    pub file: Option<FileBody>,
+}
+
+impl Reply {
+    pub fn status(status: u16, bytes: u64) -> Reply {
+        Reply {
+            status,
+            bytes,
+            file: None,
+        }
+    }
+}
+
+/// What a worker knows that every request needs.
+#[derive(Debug)]
+pub(crate) struct Env<'a> {
+    pub config: &'a Config,
+    /// Canonical document root.
+    pub root: Option<&'a Path>,
+    pub date: &'a [u8],
+    pub hello: &'a HelloPages,
+}
+
+/// Answers one request whose head and body are complete.
+pub(crate) fn respond(
+    env: &Env<'_>,
+    head: &Head<'_>,
+    body: &[u8],
+    peer: SocketAddr,
+    keep_alive: bool,
+    out: &mut Vec<u8>,
+) -> Reply {
+    let head_only = head.method == Method::Head;
+    if env.config.hello {
+        let page = env.hello.page(keep_alive, head.version, head_only);
+        out.extend_from_slice(page);
+        let bytes = if head_only {
+            0
+        } else {
+            crate::hello::HELLO_BODY.len()
+        };
+        return Reply::status(200, bytes as u64);
+    }
+    let w = Wire {
+        date: env.date,
+        keep_alive,
+        version: head.version,
+    };
+    let (encoded_path, query) = match path::split_target(head.target) {
+        Ok(t) => t,
+        Err(e) => return Reply::status(e.status(), write_error(out, e.status(), head_only, &w)),
+    };
+    let normalized = match path::normalize(encoded_path) {
+        Ok(n) => n,
+        Err(e) => return Reply::status(e.status(), write_error(out, e.status(), head_only, &w)),
+    };
+    if let Some(handler) = &env.config.handler {
+        let req = Request {
+            head,
+            path: &normalized,
+            query,
+            body,
+            peer,
+        };
+        match catch_unwind(AssertUnwindSafe(|| handler(&req))) {
+            Ok(Some(resp)) => {
+                let bytes = write_response(out, &resp, head_only, &w);
+                return Reply::status(resp.status, bytes);
+            }
+            Ok(None) => {}
+            Err(_) => return Reply::status(500, write_error(out, 500, head_only, &w)),
+        }
+    }
+    match head.method {
+        Method::Get | Method::Head => {}
+        Method::Other => return Reply::status(501, write_error(out, 501, false, &w)),
+        _ => {
+            let allow: &[u8] = b"Allow: GET, HEAD\r\n";
+            return Reply::status(405, write_error_with(out, 405, false, &w, &[allow]));
+        }
+    }
+    let Some(root) = env.root else {
+        return Reply::status(404, write_error(out, 404, head_only, &w));
+    };
+    let st = Static {
+        root,
+        follow_outside: env.config.follow_outside_symlinks,
+        listings: env.config.listings,
+    };
+    let t = Target {
+        encoded_path,
+        query,
+        normalized: &normalized,
+    };
+    files::serve(&st, &t, head, &w, out)
+}

@@ -1,0 +1,3 @@
+module perflab/scimark
+
+go 1.21
