@@ -123,7 +123,7 @@ load() { # LOADGEN URL SECONDS -> prints req/s
             ;;
         perflab)
             "$PERFLAB" --quiet --store "$WORK/results.db" http "$2" -c "$CONNS" -t "$THREADS" -d "${3}s" --json 2>/dev/null |
-                python3 -c 'import json,sys; r=json.load(sys.stdin); print(r.get("rps") or r["summary"]["rps"])' 2>/dev/null || echo "nan"
+                python3 -c 'import json,sys; r=json.load(sys.stdin); print(round(r.get("rps") or r["summary"]["rps"]))' 2>/dev/null || echo "nan"
             ;;
     esac
 }

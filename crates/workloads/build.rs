@@ -6,14 +6,19 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 fn walk(dir: &Path, base: &Path, out: &mut Vec<(String, PathBuf)>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     let mut entries: Vec<_> = entries.flatten().collect();
     entries.sort_by_key(|e| e.file_name());
     for e in entries {
         let p = e.path();
         let name = e.file_name().to_string_lossy().into_owned();
         if p.is_dir() {
-            if !matches!(name.as_str(), "target" | "build" | "__pycache__" | "node_modules") {
+            if !matches!(
+                name.as_str(),
+                "target" | "build" | "__pycache__" | "node_modules"
+            ) {
                 walk(&p, base, out);
             }
         } else if !name.ends_with(".class") && !name.starts_with('.') && name != "scimark" {
@@ -37,7 +42,12 @@ fn main() {
         walk(&dir, &dir, &mut files);
         for (rel, path) in files {
             println!("cargo:rerun-if-changed={}", path.display());
-            writeln!(code, "    ({lang:?}, {rel:?}, include_str!({:?})),", path.display().to_string()).unwrap();
+            writeln!(
+                code,
+                "    ({lang:?}, {rel:?}, include_str!({:?})),",
+                path.display().to_string()
+            )
+            .unwrap();
         }
     }
     code.push_str("];\n");

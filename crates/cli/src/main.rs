@@ -57,6 +57,7 @@ enum Command {
     Serve(commands::serve::ServeArgs),
     Http(commands::http::HttpArgs),
     Scimark(commands::scimark::ScimarkArgs),
+    Disk(commands::disk::DiskArgs),
     Completions(commands::completions::CompletionsArgs),
 }
 
@@ -64,6 +65,26 @@ enum Command {
 pub struct Global {
     pub store: PathBuf,
     pub quiet: bool,
+}
+
+/// `perflab runs | head` must end quietly, as Unix tools do, not with a panic. SIGPIPE
+/// stays ignored (the load generator and the server write to sockets that peers close),
+/// so a failed write to a closed stdout is recognised here and ends the process with
+/// the status a SIGPIPE death would give (128 + 13).
+fn quiet_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let text = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if text.contains("Broken pipe") && text.contains("stdout") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
 }
 
 fn run() -> anyhow::Result<ExitCode> {
@@ -82,11 +103,13 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::Serve(a) => commands::serve::run(a),
         Command::Http(a) => commands::http::run(a),
         Command::Scimark(a) => commands::scimark::run(&g, a),
+        Command::Disk(a) => commands::disk::run(&g, a),
         Command::Completions(a) => commands::completions::run(a),
     }
 }
 
 fn main() -> ExitCode {
+    quiet_broken_pipe();
     match run() {
         Ok(code) => code,
         Err(e) => {

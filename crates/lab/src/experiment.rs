@@ -129,7 +129,10 @@ impl WorkloadSpec {
     pub fn metric_names(&self) -> Vec<String> {
         match self {
             WorkloadSpec::Command(c) => c.metrics.iter().map(|m| m.name.clone()).collect(),
-            WorkloadSpec::Http(_) => crate::workload::HTTP_METRICS.iter().map(|s| s.to_string()).collect(),
+            WorkloadSpec::Http(_) => crate::workload::HTTP_METRICS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
             WorkloadSpec::Scimark(_) => vec!["composite_mflops".into()],
         }
     }
@@ -201,7 +204,11 @@ impl Experiment {
                 kind.span().start,
                 format!(
                     "unknown workload kind {other:?}: expected one of {}",
-                    KINDS.iter().map(|k| format!("\"{k}\"")).collect::<Vec<_>>().join(", ")
+                    KINDS
+                        .iter()
+                        .map(|k| format!("\"{k}\""))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             )),
         }
@@ -318,8 +325,14 @@ fn build<W>(
             .iter()
             .map(|p| (p.name.clone(), crate::plan::value_text(&p.values[0])))
             .chain(
-                [("repetition", "1"), ("trial", "1"), ("run_dir", "/tmp"), ("port", "8080"), ("perflab", "perflab")]
-                    .map(|(a, b)| (a.to_string(), b.to_string())),
+                [
+                    ("repetition", "1"),
+                    ("trial", "1"),
+                    ("run_dir", "/tmp"),
+                    ("port", "8080"),
+                    ("perflab", "perflab"),
+                ]
+                .map(|(a, b)| (a.to_string(), b.to_string())),
             )
             .collect(),
     };

@@ -29,25 +29,35 @@ pub const HTTP_METRICS: &[&str] = &[
 ];
 
 /// Checks a table workload and keeps it.
-pub(crate) fn table_spec(c: &Checker, kind: &str, w: Spanned<toml::Table>) -> Result<WorkloadSpec, FileError> {
+pub(crate) fn table_spec(
+    c: &Checker,
+    kind: &str,
+    w: Spanned<toml::Table>,
+) -> Result<WorkloadSpec, FileError> {
     let span = w.span();
     let mut table = w.into_inner();
     table.remove("kind");
     let known = |n: &str| BUILTINS.contains(&n) || c.names.iter().any(|m| m == n);
-    let region = &c.loc.text[span.start.min(c.loc.text.len())..span.end.min(c.loc.text.len())];
+    // The table's span may cover only its header: search from there to the end.
+    let region = &c.loc.text[span.start.min(c.loc.text.len())..];
     let locate = |needle: &str| span.start + region.find(needle).unwrap_or(0);
     // Every string's placeholders must name something.
     let mut strings = Vec::new();
     collect_strings(&toml::Value::Table(table.clone()), &mut strings);
     for s in &strings {
         if let Err(u) = Template::parse(s, &known) {
-            let at = locate(s) + usize::from(region.contains(s.as_str())) + u.offset;
+            let at = locate(s) + u.offset;
             return Err(c.loc.at(
                 at,
                 format!(
                     "unknown placeholder {{{}}}: expected a matrix parameter or a built-in ({})",
                     u.name,
-                    c.names.iter().map(String::as_str).chain(BUILTINS.iter().copied()).collect::<Vec<_>>().join(", ")
+                    c.names
+                        .iter()
+                        .map(String::as_str)
+                        .chain(BUILTINS.iter().copied())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             ));
         }
@@ -59,11 +69,16 @@ pub(crate) fn table_spec(c: &Checker, kind: &str, w: Spanned<toml::Table>) -> Re
         _ => to_scimark_spec(&sample).map(|_| ()),
     };
     if let Err(msg) = check {
-        let at = msg
+        // Point at the key the message names: `field` (serde) or its first word.
+        let key = msg
             .split('`')
             .nth(1)
-            .filter(|f| region.contains(*f))
-            .map(|f| locate(f))
+            .or_else(|| msg.split([' ', ':']).next())
+            .unwrap_or("");
+        let at = [format!("\n{key} "), format!("\n{key}=")]
+            .iter()
+            .find_map(|k| region.find(k.as_str()).map(|i| span.start + i + 1))
+            .or_else(|| (!key.is_empty() && region.contains(key)).then(|| locate(key)))
             .unwrap_or(span.start);
         return Err(c.loc.at(at, format!("[workload] kind = \"{kind}\": {msg}")));
     }
@@ -87,10 +102,14 @@ pub fn render(t: &toml::Table, vars: &BTreeMap<String, String>) -> toml::Table {
     fn go(v: &toml::Value, vars: &BTreeMap<String, String>) -> toml::Value {
         match v {
             toml::Value::String(s) => toml::Value::String(
-                Template::parse(s, &|_| true).map(|t| t.render(vars)).unwrap_or_else(|_| s.clone()),
+                Template::parse(s, &|_| true)
+                    .map(|t| t.render(vars))
+                    .unwrap_or_else(|_| s.clone()),
             ),
             toml::Value::Array(a) => toml::Value::Array(a.iter().map(|x| go(x, vars)).collect()),
-            toml::Value::Table(t) => toml::Value::Table(t.iter().map(|(k, x)| (k.clone(), go(x, vars))).collect()),
+            toml::Value::Table(t) => {
+                toml::Value::Table(t.iter().map(|(k, x)| (k.clone(), go(x, vars))).collect())
+            }
             other => other.clone(),
         }
     }
@@ -98,31 +117,44 @@ pub fn render(t: &toml::Table, vars: &BTreeMap<String, String>) -> toml::Table {
 }
 
 fn to_load_spec(t: &toml::Table) -> Result<LoadSpec, String> {
-    let spec: LoadSpec = toml::Value::Table(t.clone()).try_into().map_err(|e: toml::de::Error| e.message().to_string())?;
+    let spec: LoadSpec = toml::Value::Table(t.clone())
+        .try_into()
+        .map_err(|e: toml::de::Error| e.message().to_string())?;
     spec.validate().map_err(|e| e.to_string())?;
     Ok(spec)
 }
 
 fn to_scimark_spec(t: &toml::Table) -> Result<ScimarkSpec, String> {
-    let spec: ScimarkSpec = toml::Value::Table(t.clone()).try_into().map_err(|e: toml::de::Error| e.message().to_string())?;
+    let spec: ScimarkSpec = toml::Value::Table(t.clone())
+        .try_into()
+        .map_err(|e: toml::de::Error| e.message().to_string())?;
     spec.validate()?;
     Ok(spec)
 }
 
 /// One `kind = "scimark"` trial.
-pub fn run_scimark(t: &toml::Table, vars: &BTreeMap<String, String>, ctx: &TrialContext) -> Result<Measurement, WorkloadError> {
+pub fn run_scimark(
+    t: &toml::Table,
+    vars: &BTreeMap<String, String>,
+    ctx: &TrialContext,
+) -> Result<Measurement, WorkloadError> {
     let spec = to_scimark_spec(&render(t, vars)).map_err(WorkloadError::Setup)?;
     spec.run(ctx)
 }
 
 /// One `kind = "http"` trial: the load engine, its report as metrics, the merged
 /// latency histogram kept whole and the per-second series.
-pub fn run_http(t: &toml::Table, vars: &BTreeMap<String, String>, ctx: &TrialContext) -> Result<Measurement, WorkloadError> {
+pub fn run_http(
+    t: &toml::Table,
+    vars: &BTreeMap<String, String>,
+    ctx: &TrialContext,
+) -> Result<Measurement, WorkloadError> {
     let spec = to_load_spec(&render(t, vars)).map_err(WorkloadError::Setup)?;
     if ctx.interrupted.load(std::sync::atomic::Ordering::SeqCst) {
         return Err(WorkloadError::Interrupted);
     }
-    let report = perflab_load::run(&spec).map_err(|e| WorkloadError::Setup(format!("http load: {e}")))?;
+    let report =
+        perflab_load::run(&spec).map_err(|e| WorkloadError::Setup(format!("http load: {e}")))?;
     let m = http_measurement(&report);
     if report.requests == 0 {
         return Err(WorkloadError::Failed {
@@ -140,7 +172,11 @@ pub fn run_http(t: &toml::Table, vars: &BTreeMap<String, String>, ctx: &TrialCon
 /// The store's view of an HTTP load report.
 pub fn http_measurement(r: &perflab_load::Report) -> Measurement {
     let total = r.requests + r.errors.total;
-    let error_rate = if total > 0 { r.errors.total as f64 / total as f64 } else { 0.0 };
+    let error_rate = if total > 0 {
+        r.errors.total as f64 / total as f64
+    } else {
+        0.0
+    };
     let l = &r.latency_ms;
     let metrics = vec![
         MetricValue::new("rps", "req/s", r.rps, "higher"),
@@ -152,7 +188,12 @@ pub fn http_measurement(r: &perflab_load::Report) -> Measurement {
         MetricValue::new("latency_mean_ms", "ms", l.mean, "lower"),
         MetricValue::new("errors", "", r.errors.total as f64, "lower"),
         MetricValue::new("error_rate", "", error_rate, "lower"),
-        MetricValue::new("client_cpu_per_req_us", "µs", r.client_cpu_per_req_us, "lower"),
+        MetricValue::new(
+            "client_cpu_per_req_us",
+            "µs",
+            r.client_cpu_per_req_us,
+            "lower",
+        ),
     ];
     let series = vec![SeriesData {
         name: "http.rps".into(),

@@ -77,6 +77,10 @@ pub fn normal_sf(z: f64) -> f64 {
     if z.is_infinite() {
         return if z > 0.0 { 0.0 } else { 1.0 };
     }
+    if z == 0.0 {
+        // statrs' gamma_ur refuses x = 0; the tail at the centre is exactly one half.
+        return 0.5;
+    }
     let half_tail = 0.5 * gamma_ur(0.5, 0.5 * z * z);
     if z >= 0.0 {
         half_tail

@@ -176,3 +176,10 @@ fn geometric_mean_of_ratios() {
     );
     assert!(geometric_mean_ratio(&[], 0.95).is_none());
 }
+
+#[test]
+fn normal_tail_at_zero_is_one_half_not_a_panic() {
+    // Regression: statrs' gamma_ur(0.5, 0) panics; Mann–Whitney reaches z = 0 with ties.
+    assert_eq!(perflab_stats::normal_sf(0.0), 0.5);
+    assert_eq!(perflab_stats::normal_sf(-0.0), 0.5);
+}

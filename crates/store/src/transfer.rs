@@ -8,12 +8,9 @@
 //!
 //! *Lossless* includes every bit of every float: comparing the imported runs must give
 //! exactly the numbers the original store gave. serde_json writes floats in their
-//! shortest round-trip form, but without its `float_roundtrip` feature (not enabled in
-//! this workspace) it reads some 17-digit values back one ulp off. So documents (and
-//! the JSON columns of the store, whose floats serde_json wrote) are read through
-//! [`exact_json`], a small JSON reader that parses numbers with the standard
-//! library's correctly rounded `str::parse::<f64>` into a `serde_json::Value`. If the
-//! feature is ever enabled, `exact_json::parse` can become `serde_json::from_str`.
+//! shortest round-trip form, and the workspace enables its `float_roundtrip` feature so
+//! that it also reads them back exactly (without it, some 17-digit values come back one
+//! ulp off; the transfer tests catch that).
 //!
 //! Binary blobs (HdrHistogram V2 serializations, artifacts) are base64 strings
 //! (standard alphabet, padded); serde's default, an array of numbers, is about three
@@ -118,7 +115,7 @@ impl RunExport {
 
     /// Reads a document written by [`RunExport::to_json`], every float bit for bit.
     pub fn from_json(text: &str) -> Result<RunExport> {
-        let doc: RunExport = serde_json::from_value(exact_json::parse(text)?)?;
+        let doc: RunExport = serde_json::from_str(text)?;
         if doc.schema_version != EXPORT_SCHEMA_VERSION {
             return Err(json_error(format!(
                 "export schema_version {} is not one this perflab reads ({EXPORT_SCHEMA_VERSION})",
@@ -135,7 +132,7 @@ fn json_error(msg: String) -> StoreError {
 
 /// A JSON column of the store, read exactly.
 fn column<T: serde::de::DeserializeOwned>(text: &str) -> Result<T> {
-    Ok(serde_json::from_value(exact_json::parse(text)?)?)
+    Ok(serde_json::from_str(text)?)
 }
 
 type Blob = (String, String, Vec<u8>);
@@ -492,8 +489,6 @@ pub mod base64 {
         decode(&text).map_err(serde::de::Error::custom)
     }
 }
-
-mod exact_json;
 
 #[cfg(test)]
 mod tests;

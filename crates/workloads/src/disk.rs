@@ -148,7 +148,10 @@ fn measure(spec: &DiskSpec, ctl: &Control, t: &target::Target) -> Result<DiskRep
     if !write {
         if !spec.cached {
             target::drop_cache(&file).map_err(|e| {
-                DiskError::io("cannot drop the file from the page cache (posix_fadvise)", e)
+                DiskError::io(
+                    "cannot drop the file from the page cache (posix_fadvise)",
+                    e,
+                )
             })?;
         }
         resident_before = target::resident_fraction(&file, total);

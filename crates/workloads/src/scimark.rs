@@ -147,7 +147,8 @@ fn write_sources(lang: &str, dir: &Path) -> Result<(), ScimarkError> {
         let _ = l;
         let p = dir.join(rel);
         if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| ScimarkError::Io(format!("{}: {e}", parent.display())))?;
+            std::fs::create_dir_all(parent)
+                .map_err(|e| ScimarkError::Io(format!("{}: {e}", parent.display())))?;
         }
         std::fs::write(&p, text).map_err(|e| ScimarkError::Io(format!("{}: {e}", p.display())))?;
     }
@@ -180,7 +181,10 @@ pub fn build(lang: &str, opts: &BuildOptions) -> Result<Built, ScimarkError> {
     }
     let cflags = opts.cflags.clone().unwrap_or_else(|| "-O3".into());
     let (tool, hint): (String, &str) = match lang {
-        "c" => (std::env::var("CC").unwrap_or_else(|_| "gcc".into()), "apt-get install gcc"),
+        "c" => (
+            std::env::var("CC").unwrap_or_else(|_| "gcc".into()),
+            "apt-get install gcc",
+        ),
         "java" => ("javac".into(), "apt-get install default-jdk-headless"),
         "rust" => ("cargo".into(), "install Rust with rustup"),
         "go" => ("go".into(), "apt-get install golang-go"),
@@ -190,7 +194,11 @@ pub fn build(lang: &str, opts: &BuildOptions) -> Result<Built, ScimarkError> {
     let tool_path = need(lang, &tool, hint)?;
     let java = opts.java.clone().unwrap_or_else(|| "java".into());
     if lang == "java" {
-        need(lang, &java, "apt-get install default-jre-headless, or pass --java PATH")?;
+        need(
+            lang,
+            &java,
+            "apt-get install default-jre-headless, or pass --java PATH",
+        )?;
     }
     // The cache key: sources, flags, toolchain.
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -210,23 +218,40 @@ pub fn build(lang: &str, opts: &BuildOptions) -> Result<Built, ScimarkError> {
         "java" => {
             let mut v = vec![java.clone()];
             v.extend(words(opts.jvm_flags.as_deref().unwrap_or("")));
-            v.extend(["-cp".into(), dir.join("classes").display().to_string(), "Scimark".into()]);
+            v.extend([
+                "-cp".into(),
+                dir.join("classes").display().to_string(),
+                "Scimark".into(),
+            ]);
             v
         }
-        "js" => vec![tool_path.display().to_string(), src.join("scimark.js").display().to_string()],
-        _ => vec![tool_path.display().to_string(), src.join("scimark.py").display().to_string()],
+        "js" => vec![
+            tool_path.display().to_string(),
+            src.join("scimark.js").display().to_string(),
+        ],
+        _ => vec![
+            tool_path.display().to_string(),
+            src.join("scimark.py").display().to_string(),
+        ],
     };
     if stamp.exists() {
-        return Ok(Built { lang: lang.into(), argv });
+        return Ok(Built {
+            lang: lang.into(),
+            argv,
+        });
     }
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&src).map_err(|e| ScimarkError::Io(format!("{}: {e}", src.display())))?;
+    std::fs::create_dir_all(&src)
+        .map_err(|e| ScimarkError::Io(format!("{}: {e}", src.display())))?;
     write_sources(lang, &src)?;
     match lang {
         "c" => {
             let mut c = Command::new(&tool_path);
             c.args(words(&cflags)).arg("-o").arg(&exe);
-            for (_, rel, _) in SOURCES.iter().filter(|(l, r, _)| *l == "c" && r.ends_with(".c")) {
+            for (_, rel, _) in SOURCES
+                .iter()
+                .filter(|(l, r, _)| *l == "c" && r.ends_with(".c"))
+            {
                 c.arg(src.join(rel));
             }
             c.arg("-lm");
@@ -235,7 +260,10 @@ pub fn build(lang: &str, opts: &BuildOptions) -> Result<Built, ScimarkError> {
         "java" => {
             let mut c = Command::new(&tool_path);
             c.arg("-d").arg(dir.join("classes"));
-            for (_, rel, _) in SOURCES.iter().filter(|(l, r, _)| *l == "java" && r.ends_with(".java")) {
+            for (_, rel, _) in SOURCES
+                .iter()
+                .filter(|(l, r, _)| *l == "java" && r.ends_with(".java"))
+            {
                 c.arg(src.join(rel));
             }
             run_build(lang, c)?;
@@ -258,11 +286,18 @@ pub fn build(lang: &str, opts: &BuildOptions) -> Result<Built, ScimarkError> {
         _ => {}
     }
     std::fs::write(&stamp, b"ok").map_err(|e| ScimarkError::Io(e.to_string()))?;
-    Ok(Built { lang: lang.into(), argv })
+    Ok(Built {
+        lang: lang.into(),
+        argv,
+    })
 }
 
 /// Runs a built program as a measured trial and parses its output line.
-pub fn run(built: &Built, o: &RunOptions, ctx: &TrialContext) -> Result<(Output, crate::command::TreeRun), WorkloadError> {
+pub fn run(
+    built: &Built,
+    o: &RunOptions,
+    ctx: &TrialContext,
+) -> Result<(Output, crate::command::TreeRun), WorkloadError> {
     let mut cmd = Command::new(&built.argv[0]);
     cmd.args(&built.argv[1..]);
     if o.large {
@@ -286,7 +321,10 @@ pub fn run(built: &Built, o: &RunOptions, ctx: &TrialContext) -> Result<(Output,
         let how = if tree.timed_out {
             "timed out".to_string()
         } else {
-            tree.status.as_ref().map(crate::command::describe_status).unwrap_or_default()
+            tree.status
+                .as_ref()
+                .map(crate::command::describe_status)
+                .unwrap_or_default()
         };
         return Err(WorkloadError::failed(format!(
             "{}: the kernel program ended with {how}; last output:\n{}",
@@ -295,9 +333,16 @@ pub fn run(built: &Built, o: &RunOptions, ctx: &TrialContext) -> Result<(Output,
         )));
     }
     let text = String::from_utf8_lossy(&tree.stdout);
-    let line = text.lines().rev().find(|l| l.trim_start().starts_with('{')).unwrap_or("");
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with('{'))
+        .unwrap_or("");
     let out: Output = serde_json::from_str(line).map_err(|e| {
-        WorkloadError::failed(format!("{}: cannot read the kernel program's JSON ({e}): {line:?}", built.lang))
+        WorkloadError::failed(format!(
+            "{}: cannot read the kernel program's JSON ({e}): {line:?}",
+            built.lang
+        ))
     })?;
     Ok((out, tree))
 }
@@ -331,24 +376,34 @@ fn check_values(
 ) -> Result<(), String> {
     use serde_json::Value::*;
     match (a, b) {
-        (Number(x), Number(y)) if x.is_i64() && y.is_i64() => {
-            (x == y).then_some(()).ok_or_else(|| format!("{path}: {y} differs from {x}"))
-        }
+        (Number(x), Number(y)) if x.is_i64() && y.is_i64() => (x == y)
+            .then_some(())
+            .ok_or_else(|| format!("{path}: {y} differs from {x}")),
         (Number(x), Number(y)) => {
-            let (x, y) = (x.as_f64().unwrap_or(f64::NAN), y.as_f64().unwrap_or(f64::NAN));
-            close(x, y).then_some(()).ok_or_else(|| format!("{path}: {y} differs from {x}"))
+            let (x, y) = (
+                x.as_f64().unwrap_or(f64::NAN),
+                y.as_f64().unwrap_or(f64::NAN),
+            );
+            close(x, y)
+                .then_some(())
+                .ok_or_else(|| format!("{path}: {y} differs from {x}"))
         }
         (Array(x), Array(y)) => {
             if x.len() != y.len() {
                 return Err(format!("{path}: {} values instead of {}", y.len(), x.len()));
             }
-            x.iter().zip(y).enumerate().try_for_each(|(i, (p, q))| check_values(&format!("{path}[{i}]"), p, q, close))
+            x.iter()
+                .zip(y)
+                .enumerate()
+                .try_for_each(|(i, (p, q))| check_values(&format!("{path}[{i}]"), p, q, close))
         }
         (Object(x), Object(y)) => x.iter().try_for_each(|(k, v)| match y.get(k) {
             Some(w) => check_values(&format!("{path}.{k}"), v, w, close),
             None => Err(format!("{path}.{k} missing")),
         }),
-        _ => (a == b).then_some(()).ok_or_else(|| format!("{path}: {b} differs from {a}")),
+        _ => (a == b)
+            .then_some(())
+            .ok_or_else(|| format!("{path}: {b} differs from {a}")),
     }
 }
 
@@ -363,7 +418,10 @@ pub fn self_check(o: &Output) -> Result<(), String> {
     }
     if let Some(mc) = o.kernels.get("mc") {
         if mc.checksum != 3.139796 {
-            return Err(format!("Monte Carlo estimate {} is not 3.139796", mc.checksum));
+            return Err(format!(
+                "Monte Carlo estimate {} is not 3.139796",
+                mc.checksum
+            ));
         }
     }
     Ok(())
@@ -392,19 +450,31 @@ impl ScimarkSpec {
     /// Checks the values; errors name the field and the expected form.
     pub fn validate(&self) -> Result<(), String> {
         if !LANGS.contains(&self.lang.as_str()) {
-            return Err(format!("lang {:?}: expected one of {}", self.lang, LANGS.join(", ")));
+            return Err(format!(
+                "lang {:?}: expected one of {}",
+                self.lang,
+                LANGS.join(", ")
+            ));
         }
         if !matches!(self.size.as_str(), "default" | "large") {
-            return Err(format!("size {:?}: expected \"default\" or \"large\"", self.size));
+            return Err(format!(
+                "size {:?}: expected \"default\" or \"large\"",
+                self.size
+            ));
         }
         if let Some(t) = self.min_time {
             if !(t > 0.0 && t.is_finite()) {
-                return Err(format!("min_time {t}: expected a positive number of seconds"));
+                return Err(format!(
+                    "min_time {t}: expected a positive number of seconds"
+                ));
             }
         }
         for k in self.kernels.iter().flatten() {
             if !KERNELS.contains(&k.as_str()) {
-                return Err(format!("kernel {k:?}: expected some of {}", KERNELS.join(", ")));
+                return Err(format!(
+                    "kernel {k:?}: expected some of {}",
+                    KERNELS.join(", ")
+                ));
             }
         }
         Ok(())
@@ -435,7 +505,12 @@ pub fn metrics(out: &Output) -> Vec<MetricValue> {
     for k in KERNELS {
         if let Some(r) = out.kernels.get(*k) {
             if let Some(v) = r.mflops {
-                m.push(MetricValue::new(&format!("{k}_mflops"), "MFLOPS", v, "higher"));
+                m.push(MetricValue::new(
+                    &format!("{k}_mflops"),
+                    "MFLOPS",
+                    v,
+                    "higher",
+                ));
             }
         }
     }
@@ -456,7 +531,8 @@ fn verified() -> &'static Mutex<HashMap<String, Result<Output, String>>> {
 /// Builds, verifies (once per process and build; against C when C can be built) and
 /// returns the program.
 pub fn prepare(spec: &ScimarkSpec, ctx: &TrialContext) -> Result<Built, WorkloadError> {
-    let built = build(&spec.lang, &spec.build_options()).map_err(|e| WorkloadError::Setup(e.to_string()))?;
+    let built = build(&spec.lang, &spec.build_options())
+        .map_err(|e| WorkloadError::Setup(e.to_string()))?;
     let key = built.argv.join(" ");
     let known = verified().lock().ok().and_then(|m| m.get(&key).cloned());
     let result = match known {
@@ -492,9 +568,9 @@ pub fn prepare(spec: &ScimarkSpec, ctx: &TrialContext) -> Result<Built, Workload
             r
         }
     };
-    result.map(|_| built).map_err(|e| {
-        WorkloadError::Setup(format!("{}: verification failed: {e}", spec.lang))
-    })
+    result
+        .map(|_| built)
+        .map_err(|e| WorkloadError::Setup(format!("{}: verification failed: {e}", spec.lang)))
 }
 
 impl Workload for ScimarkSpec {

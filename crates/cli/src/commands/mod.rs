@@ -2,6 +2,7 @@
 
 pub mod compare;
 pub mod completions;
+pub mod disk;
 pub mod export;
 pub mod http;
 pub mod import;

@@ -118,6 +118,7 @@ pub fn run(g: &Global, a: &RunArgs) -> anyhow::Result<ExitCode> {
             g.store.display()
         );
         println!("{}", crate::format::summary_table(&summary));
+        print_comparisons(&store, outcome.run_id, &exp, a.confidence)?;
     }
     Ok(ExitCode::from(match outcome.status {
         RunStatus::Interrupted => {
@@ -131,6 +132,56 @@ pub fn run(g: &Global, a: &RunArgs) -> anyhow::Result<ExitCode> {
         RunStatus::CompleteWithFailures | RunStatus::Failed => exit::FAILURES,
         _ => exit::OK,
     }))
+}
+
+/// With several configs, each is compared with the first (the baseline) on the
+/// metrics that matter for the workload — the `perflab compare RUN --baseline ...`
+/// view, printed at the end of every run.
+fn print_comparisons(
+    store: &Store,
+    run: i64,
+    exp: &Experiment,
+    confidence: f64,
+) -> anyhow::Result<()> {
+    use crate::compare::{pair::compare_sides, select::RunData};
+    use perflab_lab::experiment::WorkloadSpec;
+    let d = RunData::load(store, run)?;
+    if d.configs.len() < 2 {
+        return Ok(());
+    }
+    let metrics: Vec<String> = if !exp.primary.is_empty() {
+        exp.primary.clone()
+    } else {
+        match &exp.workload {
+            WorkloadSpec::Command(c) => std::iter::once("wall_s".to_string())
+                .chain(std::iter::once("user_s".to_string()))
+                .chain(c.metrics.iter().map(|m| m.name.clone()))
+                .collect(),
+            WorkloadSpec::Http(_) => ["rps", "latency_p50_ms", "latency_p99_ms"]
+                .map(String::from)
+                .to_vec(),
+            WorkloadSpec::Scimark(_) => ["composite_mflops"].map(String::from).to_vec(),
+        }
+    };
+    let opts = perflab_stats::CompareOptions {
+        confidence,
+        ..Default::default()
+    };
+    let base = d.side(&d.configs[0]);
+    for c in &d.configs[1..] {
+        let cand = d.side(c);
+        let r = compare_sides(&base, &cand, &metrics, &opts);
+        if r.rows.is_empty() {
+            continue;
+        }
+        println!(
+            "\n{} vs {} (baseline):",
+            perflab_lab::summary::params_label(&cand.params),
+            perflab_lab::summary::params_label(&base.params)
+        );
+        println!("{}", r.table());
+    }
+    Ok(())
 }
 
 fn print_plan(exp: &Experiment) {

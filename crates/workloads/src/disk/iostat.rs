@@ -148,7 +148,10 @@ mod tests {
     #[test]
     fn both_layouts_parse() {
         let s = parse_line(NEW, "vda").unwrap();
-        assert_eq!((s.rd_ios, s.wr_sectors, s.time_in_queue), (316621, 29841536, 778618));
+        assert_eq!(
+            (s.rd_ios, s.wr_sectors, s.time_in_queue),
+            (316621, 29841536, 778618)
+        );
         assert_eq!((s.dc_ios, s.dc_ticks), (13476, 4246));
         assert_eq!(parse_line(NEW, "vda1").unwrap().rd_ios, 10);
         let o = parse_line(OLD, "sda").unwrap();

@@ -123,8 +123,8 @@ impl DiskReport {
     /// The latency histogram in µs, V2-serialized (readable by every HdrHistogram
     /// decoder). Recorded in ns; each bucket is re-recorded at its µs value.
     pub fn histogram_data(&self) -> HistogramData {
-        let mut us = Histogram::<u64>::new_with_bounds(1, 600_000_000, 3)
-            .expect("valid histogram bounds");
+        let mut us =
+            Histogram::<u64>::new_with_bounds(1, 600_000_000, 3).expect("valid histogram bounds");
         for v in self.histogram.iter_recorded() {
             let at = (v.value_iterated_to() as f64 / 1000.0).round().max(1.0) as u64;
             us.saturating_record_n(at, v.count_at_value());

@@ -312,7 +312,10 @@ impl DiskSpec {
             return bad("--bs 0: the block size must be at least 1 byte (e.g. --bs 4k)".into());
         }
         if bs > MAX_BS {
-            return bad(format!("--bs {}: the block size can be at most 1G", self.bs));
+            return bad(format!(
+                "--bs {}: the block size can be at most 1G",
+                self.bs
+            ));
         }
         if self.count.is_some() && self.size.is_some() {
             return bad("give --size or --count, not both".into());
@@ -365,7 +368,9 @@ impl DiskSpec {
             ));
         }
         if self.cached && self.direct {
-            return bad("--cached and --direct contradict: O_DIRECT bypasses the page cache".into());
+            return bad(
+                "--cached and --direct contradict: O_DIRECT bypasses the page cache".into(),
+            );
         }
         Ok(())
     }
@@ -409,7 +414,10 @@ mod tests {
         assert_eq!("1M".parse::<ByteSize>().unwrap().0, 1 << 20);
         assert_eq!("1G".parse::<ByteSize>().unwrap().0, 1 << 30);
         assert_eq!("512".parse::<ByteSize>().unwrap().0, 512);
-        assert!("16kB".parse::<ByteSize>().unwrap_err().contains("ambiguous"));
+        assert!("16kB"
+            .parse::<ByteSize>()
+            .unwrap_err()
+            .contains("ambiguous"));
         assert!("1.5G".parse::<ByteSize>().is_err());
         assert!("k".parse::<ByteSize>().is_err());
         assert!("99999999999T".parse::<ByteSize>().is_err());

@@ -82,9 +82,16 @@ pub fn prepare(spec: &DiskSpec) -> Result<Target, DiskError> {
     let meta = match std::fs::metadata(path) {
         Ok(m) => Some(m),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-        Err(e) => return Err(DiskError::io(format!("cannot inspect {}", path.display()), e)),
+        Err(e) => {
+            return Err(DiskError::io(
+                format!("cannot inspect {}", path.display()),
+                e,
+            ))
+        }
     };
-    let is_blk = meta.as_ref().is_some_and(|m| m.file_type().is_block_device());
+    let is_blk = meta
+        .as_ref()
+        .is_some_and(|m| m.file_type().is_block_device());
     if spec.i_know_this_destroys_data.is_some() && !is_blk {
         return bad(format!(
             "--i-know-this-destroys-data is only for block devices, and {} is not one",
@@ -134,7 +141,11 @@ pub fn prepare(spec: &DiskSpec) -> Result<Target, DiskError> {
     let device = device_of(dir_dev).or_else(|| source.as_deref().and_then(device_of_source));
     if spec.direct {
         if let Some(d) = &device {
-            check_alignment(spec, d.logical_block_size, &format!("the logical block size of /dev/{}", d.name))?;
+            check_alignment(
+                spec,
+                d.logical_block_size,
+                &format!("the logical block size of /dev/{}", d.name),
+            )?;
         }
     }
     let created = OpenOptions::new()
@@ -331,7 +342,10 @@ fn unescape(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
             out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
             i += 4;
         } else {

@@ -1,0 +1,100 @@
+//! Table workloads in experiments: `kind = "http"` against `perflab serve` as the
+//! service under test, and `kind = "scimark"`; their options are checked before
+//! anything runs.
+
+mod common;
+use common::*;
+
+#[test]
+fn http_workload_against_the_built_in_server_stores_rps_and_histograms() {
+    let lab = Lab::new();
+    let f = lab.write(
+        "e.toml",
+        r#"
+[experiment]
+repetitions = 2
+warmup = 0
+noise_check = false
+[matrix]
+workers = [1, 2]
+[service]
+command = "{perflab} serve --hello --port {port} --workers {workers}"
+ready.http = "http://127.0.0.1:{port}/"
+[workload]
+kind = "http"
+urls = ["http://127.0.0.1:{port}/"]
+connections = 2
+threads = 1
+duration = "400ms"
+"#,
+    );
+    let out = lab.run(&["run", f.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let show: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for w in [1, 2] {
+        let rps = metric(&show, "workers", &serde_json::json!(w), "rps");
+        assert!(rps["mean"].as_f64().unwrap() > 100.0, "{rps}");
+        assert_eq!(rps["n"], 2);
+        let errors = metric(&show, "workers", &serde_json::json!(w), "errors");
+        assert_eq!(errors["mean"], 0.0);
+    }
+    let store = lab.open_store();
+    let t = &store.trials(1).unwrap()[0];
+    let h = store.histograms(t.id).unwrap();
+    assert_eq!(h[0].name, "latency");
+    assert!(h[0].data.len() > 10, "the merged histogram is kept whole");
+}
+
+#[test]
+fn scimark_workload_runs_a_kernel_subset() {
+    let lab = Lab::new();
+    let f = lab.write(
+        "e.toml",
+        "[experiment]\nrepetitions = 2\nwarmup = 0\nnoise_check = false\n[matrix]\nlang = [\"c\"]\n[workload]\nkind = \"scimark\"\nlang = \"{lang}\"\nmin_time = 0.02\nkernels = [\"mc\", \"lu\"]\n",
+    );
+    let out = lab
+        .cmd()
+        .env("PERFLAB_CACHE", lab.path("cache"))
+        .args(["run", f.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let show: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let lu = metric(&show, "lang", &serde_json::json!("c"), "lu_mflops");
+    assert!(lu["mean"].as_f64().unwrap() > 1.0);
+}
+
+#[test]
+fn table_workload_errors_are_located_and_nothing_runs() {
+    let lab = Lab::new();
+    for (text, at, word) in [
+        (
+            "[workload]\nkind = \"http\"\nurls = [\"http://127.0.0.1:{prot}/\"]\n",
+            "4:27",
+            "unknown placeholder {prot}",
+        ),
+        (
+            "[workload]\nkind = \"http\"\nurls = [\"http://127.0.0.1:1/\"]\nconections = 2\n",
+            "5:1",
+            "conections",
+        ),
+        (
+            "[workload]\nkind = \"http\"\nurls = [\"ftp://127.0.0.1/\"]\n",
+            "4:10",
+            "ftp",
+        ),
+        (
+            "[workload]\nkind = \"scimark\"\nlang = \"cobol\"\n",
+            "4:",
+            "cobol",
+        ),
+    ] {
+        let f = lab.write("bad.toml", &format!("[experiment]\n{text}"));
+        let out = lab.run(&["run", f.to_str().unwrap()]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{text}: {err}");
+        assert!(err.contains(&format!("bad.toml:{at}")), "{text}: {err}");
+        assert!(err.contains(word), "{text}: {err}");
+        assert!(!lab.store().exists());
+    }
+}
