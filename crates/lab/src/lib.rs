@@ -8,6 +8,7 @@ pub mod error;
 pub mod experiment;
 pub mod noise;
 pub mod plan;
+pub mod record;
 mod raw;
 pub mod runner;
 pub mod service;

@@ -1,0 +1,69 @@
+//! Recording single-shot commands (`perflab http`, `disk`, `profile`, ...) into the
+//! store: one run, one config (the command's options), one trial — the same tables as
+//! experiments, so `show`, `compare` and `export` work on them too.
+
+use perflab_store::{
+    NewRun, Params, Result, RunId, RunStatus, Store, TrialRecord, TrialStatus,
+};
+use perflab_workloads::Measurement;
+
+/// A finished single-shot measurement.
+pub struct OneShot<'a> {
+    /// `http`, `disk`, `profile`, ...
+    pub kind: &'a str,
+    /// Shown in `perflab runs` (e.g. the URL or path).
+    pub name: String,
+    /// The options, as the config's parameters.
+    pub params: Params,
+    /// Anything else about the environment worth keeping.
+    pub environment: serde_json::Value,
+    pub measurement: Measurement,
+    pub duration_s: f64,
+    /// `None` when it succeeded; the problem otherwise (the measurement is kept).
+    pub error: Option<String>,
+}
+
+/// Stores a single-shot measurement as a one-trial run and returns its id.
+pub fn one_shot(store: &Store, shot: OneShot) -> Result<RunId> {
+    let host = store.upsert_host(&crate::env::host())?;
+    let run = store.create_run(
+        &NewRun {
+            name: shot.name,
+            kind: shot.kind.to_string(),
+            environment: shot.environment,
+            ..Default::default()
+        },
+        host,
+    )?;
+    let config = store.ensure_config(run, 0, &shot.params)?;
+    let failed = shot.error.is_some();
+    store.record_trial(
+        run,
+        &TrialRecord {
+            config_id: config,
+            repetition: 1,
+            ordinal: 1,
+            started_at: perflab_store::rfc3339(
+                std::time::SystemTime::now()
+                    - std::time::Duration::from_secs_f64(shot.duration_s.max(0.0)),
+            ),
+            duration_s: shot.duration_s,
+            status: if failed { TrialStatus::Failed } else { TrialStatus::Ok },
+            error: shot.error,
+            method: shot.measurement.method,
+            metrics: shot.measurement.metrics,
+            histograms: shot.measurement.histograms,
+            series: shot.measurement.series,
+            artifacts: shot.measurement.artifacts,
+        },
+    )?;
+    store.finish_run(
+        run,
+        if failed {
+            RunStatus::CompleteWithFailures
+        } else {
+            RunStatus::Complete
+        },
+    )?;
+    Ok(run)
+}
