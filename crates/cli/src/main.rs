@@ -101,7 +101,7 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::Export(a) => commands::export::run(&g, a),
         Command::Import(a) => commands::import::run(&g, a),
         Command::Serve(a) => commands::serve::run(a),
-        Command::Http(a) => commands::http::run(a),
+        Command::Http(a) => commands::http::run(&g, a),
         Command::Scimark(a) => commands::scimark::run(&g, a),
         Command::Disk(a) => commands::disk::run(&g, a),
         Command::Completions(a) => commands::completions::run(a),

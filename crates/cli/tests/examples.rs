@@ -12,7 +12,13 @@ fn every_example_checks_out() {
         if p.extension().is_some_and(|x| x == "toml") {
             let lab = Lab::new();
             let out = lab.run(&["run", p.to_str().unwrap(), "--dry-run"]);
-            assert_eq!(out.status.code(), Some(0), "{}: {}", p.display(), stderr(&out));
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{}: {}",
+                p.display(),
+                stderr(&out)
+            );
             n += 1;
         }
     }

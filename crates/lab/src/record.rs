@@ -2,9 +2,7 @@
 //! store: one run, one config (the command's options), one trial — the same tables as
 //! experiments, so `show`, `compare` and `export` work on them too.
 
-use perflab_store::{
-    NewRun, Params, Result, RunId, RunStatus, Store, TrialRecord, TrialStatus,
-};
+use perflab_store::{NewRun, Params, Result, RunId, RunStatus, Store, TrialRecord, TrialStatus};
 use perflab_workloads::Measurement;
 
 /// A finished single-shot measurement.
@@ -48,7 +46,11 @@ pub fn one_shot(store: &Store, shot: OneShot) -> Result<RunId> {
                     - std::time::Duration::from_secs_f64(shot.duration_s.max(0.0)),
             ),
             duration_s: shot.duration_s,
-            status: if failed { TrialStatus::Failed } else { TrialStatus::Ok },
+            status: if failed {
+                TrialStatus::Failed
+            } else {
+                TrialStatus::Ok
+            },
             error: shot.error,
             method: shot.measurement.method,
             metrics: shot.measurement.metrics,

@@ -171,12 +171,6 @@ pub fn run_http(
 
 /// The store's view of an HTTP load report.
 pub fn http_measurement(r: &perflab_load::Report) -> Measurement {
-    let total = r.requests + r.errors.total;
-    let error_rate = if total > 0 {
-        r.errors.total as f64 / total as f64
-    } else {
-        0.0
-    };
     let l = &r.latency_ms;
     let metrics = vec![
         MetricValue::new("rps", "req/s", r.rps, "higher"),
@@ -186,8 +180,9 @@ pub fn http_measurement(r: &perflab_load::Report) -> Measurement {
         MetricValue::new("latency_p99_ms", "ms", l.p99, "lower"),
         MetricValue::new("latency_p999_ms", "ms", l.p999, "lower"),
         MetricValue::new("latency_mean_ms", "ms", l.mean, "lower"),
-        MetricValue::new("errors", "", r.errors.total as f64, "lower"),
-        MetricValue::new("error_rate", "", error_rate, "lower"),
+        // Failed as siege counts them: transport errors and statuses >= 400.
+        MetricValue::new("errors", "", r.failed() as f64, "lower"),
+        MetricValue::new("error_rate", "", r.error_rate(), "lower"),
         MetricValue::new(
             "client_cpu_per_req_us",
             "µs",

@@ -196,11 +196,11 @@ pub fn spec_from_args(a: &HttpArgs) -> Result<LoadSpec, SpecError> {
 }
 
 /// Runs `perflab http`.
-pub fn run(args: &HttpArgs) -> anyhow::Result<ExitCode> {
+pub fn run(g: &crate::Global, args: &HttpArgs) -> anyhow::Result<ExitCode> {
     let spec = spec_from_args(args).map_err(invalid)?;
     // Resolves hosts and reads files: still nothing sent.
     perflab_load::check(&spec).map_err(invalid)?;
-    let live = !quiet_flag() && !args.json && std::io::stderr().is_terminal();
+    let live = !g.quiet && !args.json && std::io::stderr().is_terminal();
     let mut observer = LiveLine::new(live);
     let report = match perflab_load::run_with(&spec, &mut observer) {
         Ok(r) => r,
@@ -208,7 +208,11 @@ pub fn run(args: &HttpArgs) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(anyhow::Error::new(e).context("cannot run the load test")),
     };
     observer.clear();
-    record_into_store(&spec, &report).context("cannot record the run into the store")?;
+    let run_id =
+        record_into_store(g, &spec, &report).context("cannot record the run into the store")?;
+    if !g.quiet {
+        eprintln!("recorded as run {run_id} in {}", g.store.display());
+    }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if args.json {
         serde_json::to_writer_pretty(&mut out, &report)?;
@@ -227,25 +231,39 @@ pub fn run(args: &HttpArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Records the run into the results store as a one-trial run (metrics `rps`, `mbps`,
-/// `latency_p50/p90/p99/p999_ms`, `latency_mean_ms`, `errors`, `error_rate`,
-/// `client_cpu_per_req_us`, and the histogram `report.histogram_bytes()`).
-///
-/// TODO(lead): wire to perflab-store once its API lands; until then nothing is stored.
-pub fn record_into_store(_spec: &LoadSpec, _report: &Report) -> anyhow::Result<()> {
-    Ok(())
+/// Records the run into the results store as a one-trial run (the metrics and the
+/// whole histogram that `[workload] kind = "http"` stores; see docs/experiment-file.md).
+pub fn record_into_store(
+    g: &crate::Global,
+    spec: &LoadSpec,
+    report: &Report,
+) -> anyhow::Result<i64> {
+    let store = perflab_store::Store::open(&g.store)?;
+    let mut params = perflab_store::Params::new();
+    params.insert("urls".into(), serde_json::json!(spec.urls));
+    params.insert("connections".into(), serde_json::json!(spec.connections));
+    params.insert("mode".into(), serde_json::json!(report.mode));
+    if let Some(r) = spec.rate {
+        params.insert("rate".into(), serde_json::json!(r));
+    }
+    let failed = report.failed();
+    let id = perflab_lab::record::one_shot(
+        &store,
+        perflab_lab::record::OneShot {
+            kind: "http",
+            name: format!("http {}", spec.urls.first().cloned().unwrap_or_default()),
+            params,
+            environment: serde_json::json!({ "args": std::env::args().skip(1).collect::<Vec<_>>() }),
+            measurement: perflab_lab::workload::http_measurement(report),
+            duration_s: report.duration_s,
+            error: (failed > 0).then(|| format!("{failed} requests failed")),
+        },
+    )?;
+    Ok(id)
 }
 
 fn invalid(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow::Error::new(InvalidInput(format!("{e} (see `perflab http --help`)")))
-}
-
-/// The global `--quiet` lives on the top-level parser; `run` only gets the http
-/// arguments, so look for it on the command line.
-fn quiet_flag() -> bool {
-    std::env::args()
-        .skip(1)
-        .any(|a| a == "-q" || a == "--quiet")
 }
 
 /// One line per second on stderr, rewritten in place; one line per finished step.

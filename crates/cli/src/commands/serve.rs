@@ -86,7 +86,7 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
             ))
         }
     };
-    if !(secs > 0.0 && secs < 1e9) {
+    if !secs.is_finite() || secs <= 0.0 || secs >= 1e9 {
         return Err(format!("{s:?}: the timeout must be longer than zero"));
     }
     Ok(Duration::from_secs_f64(secs))
@@ -106,6 +106,19 @@ fn block_stop_signals() -> anyhow::Result<libc::sigset_t> {
             anyhow::bail!("cannot block SIGINT/SIGTERM: error {rc}");
         }
         Ok(set)
+    }
+}
+
+/// Raises the soft limit on open files to the hard limit (best effort), so
+/// `--max-connections` isn't capped by a default soft limit of 1024 descriptors.
+fn raise_nofile_limit() {
+    // SAFETY: getrlimit/setrlimit read and write a live, plain-data struct.
+    unsafe {
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
     }
 }
 
@@ -139,6 +152,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         builder = builder.root(&args.dir);
     }
     let config = builder.build().map_err(invalid)?;
+    raise_nofile_limit();
     let signals = block_stop_signals()?;
     let mut server = Server::start(config.clone()).map_err(|e| match e {
         ServeError::Root { .. } | ServeError::RootNotDir(_) => invalid(e),

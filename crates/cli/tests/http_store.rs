@@ -1,0 +1,47 @@
+//! `perflab http` against `perflab serve`: every run is recorded into the store as a
+//! one-trial run with the HTTP metrics and the whole latency histogram.
+
+mod common;
+use common::*;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+#[test]
+fn http_runs_are_recorded_as_one_trial_runs() {
+    let lab = Lab::new();
+    let bin = assert_cmd::cargo::cargo_bin("perflab");
+    let mut server = Command::new(&bin)
+        .args(["serve", "--hello", "--port", "0", "--workers", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let url = first
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap()
+        .to_string();
+    let out = lab.run(&["http", &url, "-d", "300ms", "-c", "2", "-t", "1", "--json"]);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(report["requests"].as_u64().unwrap() > 0);
+    assert!(stderr(&out).contains("recorded as run 1"));
+
+    let runs = lab.json(&["runs", "--json"]);
+    assert_eq!(runs[0]["kind"], "http");
+    assert_eq!(runs[0]["trials_ok"], 1);
+    let show = lab.json(&["show", "1", "--json"]);
+    let metrics = show["configs"][0]["metrics"].as_array().unwrap();
+    let rps = metrics.iter().find(|m| m["name"] == "rps").unwrap();
+    assert!((rps["mean"].as_f64().unwrap() - report["rps"].as_f64().unwrap()).abs() < 1e-6);
+    let store = lab.open_store();
+    let t = &store.trials(1).unwrap()[0];
+    assert!(!store.histograms(t.id).unwrap().is_empty());
+}
