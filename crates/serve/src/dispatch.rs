@@ -116,7 +116,6 @@ pub(crate) fn respond(
         listings: env.config.listings,
     };
     let t = Target {
-        encoded_path,
         query,
         normalized: &normalized,
     };

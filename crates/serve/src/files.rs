@@ -39,7 +39,6 @@ pub(crate) struct Static<'a> {
 /// What the request asked for, already split and normalized.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Target<'a> {
-    pub encoded_path: &'a str,
     pub query: Option<&'a str>,
     pub normalized: &'a str,
 }
@@ -90,7 +89,14 @@ fn error(e: ResolveError, head_only: bool, w: &Wire<'_>, out: &mut Vec<u8>) -> R
 }
 
 fn redirect_to_dir(t: &Target<'_>, head_only: bool, w: &Wire<'_>, out: &mut Vec<u8>) -> Reply {
-    let mut loc = format!("Location: {}/", t.encoded_path);
+    // Built from the normalized path, re-encoded: the raw target could start with
+    // `//`, which a browser reads as another host (an open redirect).
+    let mut loc = String::from("Location: ");
+    for seg in t.normalized.split('/').filter(|s| !s.is_empty()) {
+        loc.push('/');
+        listing::percent_encode(seg.as_bytes(), &mut loc);
+    }
+    loc.push('/');
     if let Some(q) = t.query {
         loc.push('?');
         loc.push_str(q);

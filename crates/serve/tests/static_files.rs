@@ -67,6 +67,17 @@ fn index_html_and_directory_redirect() {
 }
 
 #[test]
+fn directory_redirect_never_points_to_another_host() {
+    let (d, h) = site();
+    std::fs::create_dir(d.path().join("a b")).unwrap();
+    let a = h.local_addr();
+    // `//docs` as a Location would be a network-path reference to host "docs".
+    assert_eq!(get(a, "//docs").header("location"), Some("/docs/"));
+    assert_eq!(get(a, "/./docs").header("location"), Some("/docs/"));
+    assert_eq!(get(a, "/a%20b").header("location"), Some("/a%20b/"));
+}
+
+#[test]
 fn directory_listing_sorted_and_escaped() {
     let (_d, h) = site();
     let r = get(h.local_addr(), "/list/");

@@ -87,6 +87,17 @@ enum Got<T> {
     Failed,
 }
 
+/// Reads a /proc file with a buffer large enough for the common case. /proc files report
+/// size 0, so `fs::read_to_string` would start with a 32-byte probe read — and a read of
+/// /proc/net/tcp that needs a new record makes the kernel walk the TCP hash table on
+/// from where it stopped (about 2.5 ms for all 262,144 buckets of a 24 GB host).
+pub fn read_proc(path: &Path) -> io::Result<String> {
+    use std::io::Read;
+    let mut s = String::with_capacity(64 * 1024);
+    fs::File::open(path)?.read_to_string(&mut s)?;
+    Ok(s)
+}
+
 fn load<T>(
     root: &Path,
     rel: &str,
@@ -94,7 +105,7 @@ fn load<T>(
     notes: &mut Notes,
 ) -> Got<T> {
     let path = root.join(rel);
-    match fs::read_to_string(&path) {
+    match read_proc(&path) {
         Ok(text) => match parse(&text) {
             Ok(v) => Got::Ok(v),
             Err(e) => {

@@ -119,6 +119,12 @@ pub fn prepare(spec: &DiskSpec) -> Result<Target, DiskError> {
                 path.display()
             ))
         }
+        None if path.as_os_str().as_encoded_bytes().ends_with(b"/") => {
+            return bad(format!(
+                "directory {} does not exist: PATH must be a directory or a new file in an existing directory",
+                path.display()
+            ))
+        }
         None => {
             let parent = match path.parent() {
                 Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
