@@ -201,3 +201,41 @@ fn failed_requests_exit_4() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["errors"]["connect"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn bad_tls_input_exits_2_and_sends_nothing() {
+    let (addr, accepted) = hello_server();
+    let url = format!("https://{addr}/");
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec![
+                "http".into(),
+                "--cacert".into(),
+                "/nonexistent/perflab-ca.pem".into(),
+                url.clone(),
+            ],
+            "CA file",
+        ),
+        (
+            vec![
+                "http".into(),
+                "--insecure".into(),
+                "--cacert".into(),
+                "ca.pem".into(),
+                url.clone(),
+            ],
+            "--cacert",
+        ),
+        (
+            vec!["http".into(), format!("ftp://{addr}/")],
+            "supported: http, https",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = perflab().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    assert_eq!(accepted.load(Ordering::SeqCst), 0);
+}

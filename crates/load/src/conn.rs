@@ -17,14 +17,21 @@
 //! `epoll_ctl` per request. A read shorter than the free buffer space means the socket
 //! was drained, so the extra read that would only return `EAGAIN` is skipped — unless
 //! the event also carried a hang-up or error, which must then be read to the end.
+//!
+//! The bytes travel over a [`Transport`]: the plain socket for `http://`, rustls over
+//! it for `https://` (see `transport`). A TLS connection stays *connecting* through its
+//! handshake — the connect timeout covers both, and the load model sees the connection
+//! only once it can carry a request; a failed handshake counts as a connect failure of
+//! kind [`ErrorKind::Tls`], with the reason kept for the report
+//! ([`Connection::take_failure`]).
 
 use crate::parse::{Completed, ResponseParser, MAX_HEAD};
-use crate::request::Prepared;
+use crate::request::{Group, Prepared};
+use crate::transport::{is_tls_failure, TlsStream, Transport};
 use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
 use std::collections::VecDeque;
-use std::io::{self, Read, Write};
-use std::net::SocketAddr;
+use std::io;
 use std::time::Instant;
 
 /// Initial read buffer; grows to hold a head up to 64 KiB when one needs it.
@@ -45,6 +52,8 @@ pub(crate) enum ErrorKind {
     Malformed,
     /// The server closed the connection before the response was complete.
     Closed,
+    /// The TLS handshake (certificate verification included) or a TLS record failed.
+    Tls,
 }
 
 /// A request that was written (or is being written) and awaits its response.
@@ -86,12 +95,13 @@ pub(crate) enum Progress {
 pub(crate) trait Connection {
     /// A new, unconnected connection.
     fn new(pipeline: usize) -> Self;
-    /// Starts a non-blocking connect and registers the socket under `token`.
+    /// Starts a non-blocking connect to `group`'s address (with TLS when the group has
+    /// it) and registers the socket under `token`.
     fn connect(
         &mut self,
         registry: &Registry,
         token: Token,
-        addr: SocketAddr,
+        group: &Group,
         now: Instant,
     ) -> io::Result<()>;
     /// Current state.
@@ -124,6 +134,8 @@ pub(crate) trait Connection {
     ) -> Result<Progress, ErrorKind>;
     /// Drops the socket; returns the requests that were in flight.
     fn drop_socket(&mut self) -> usize;
+    /// Why the connection failed, when it said [`ErrorKind::Tls`] (taken once).
+    fn take_failure(&mut self) -> Option<String>;
 }
 
 /// A pending partial write.
@@ -137,8 +149,10 @@ struct PendingWrite {
 /// An HTTP/1.1 connection with optional pipelining.
 #[derive(Debug)]
 pub(crate) struct Http1Conn {
-    stream: Option<TcpStream>,
+    stream: Option<Transport>,
     state: ConnState,
+    /// Connected at the TCP level, TLS handshake in progress.
+    handshaking: bool,
     connect_started: Instant,
     buf: Vec<u8>,
     start: usize,
@@ -153,6 +167,7 @@ fn io_kind(e: &io::Error) -> ErrorKind {
     match e.kind() {
         io::ErrorKind::TimedOut => ErrorKind::Timeout,
         io::ErrorKind::UnexpectedEof => ErrorKind::Closed,
+        _ if is_tls_failure(e) => ErrorKind::Tls,
         _ => ErrorKind::Reset,
     }
 }
@@ -160,7 +175,11 @@ fn io_kind(e: &io::Error) -> ErrorKind {
 impl Http1Conn {
     fn flush(&mut self, prepared: &Prepared) -> Result<(), ErrorKind> {
         let Some(mut w) = self.write else {
-            return Ok(());
+            // TLS records of a request whose plaintext was all taken may still wait.
+            return match &mut self.stream {
+                Some(s) => s.push_pending().map_err(|e| io_kind(&e)),
+                None => Ok(()),
+            };
         };
         let t = &prepared.targets[w.target];
         let bytes: &[u8] = if w.batch { &t.batch } else { &t.request };
@@ -244,10 +263,17 @@ impl Http1Conn {
                     if self.closing {
                         return Ok(Progress::Moved);
                     }
-                    if n < space && !hangup {
+                    if n < space
+                        && !hangup
+                        && self
+                            .stream
+                            .as_ref()
+                            .is_some_and(Transport::short_read_drains)
+                    {
                         // Drained: skip the read that would only say EAGAIN. A close or
                         // reset already pending was flagged in the event (`hangup`); one
-                        // arriving later raises a new edge.
+                        // arriving later raises a new edge. (Plain sockets only: a TLS
+                        // read that comes out of rustls' buffer says nothing of the socket.)
                         return Ok(Progress::Moved);
                     }
                 }
@@ -255,6 +281,22 @@ impl Http1Conn {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(io_kind(&e)),
             }
+        }
+    }
+
+    /// Advances the TLS handshake of a TCP-connected socket.
+    fn handshake(&mut self) -> Result<Progress, ErrorKind> {
+        let Some(Transport::Tls(tls)) = &mut self.stream else {
+            return Err(ErrorKind::Connect);
+        };
+        match tls.handshake() {
+            Ok(true) => {
+                self.handshaking = false;
+                self.state = ConnState::Open;
+                Ok(Progress::Connected)
+            }
+            Ok(false) => Ok(Progress::Moved),
+            Err(_) => Err(ErrorKind::Tls),
         }
     }
 
@@ -280,6 +322,7 @@ impl Connection for Http1Conn {
         Http1Conn {
             stream: None,
             state: ConnState::Down,
+            handshaking: false,
             connect_started: Instant::now(),
             buf: Vec::new(),
             start: 0,
@@ -295,17 +338,20 @@ impl Connection for Http1Conn {
         &mut self,
         registry: &Registry,
         token: Token,
-        addr: SocketAddr,
+        group: &Group,
         now: Instant,
     ) -> io::Result<()> {
         self.drop_socket();
         if self.buf.is_empty() {
             self.buf = vec![0; INITIAL_BUF];
         }
-        let mut stream = TcpStream::connect(addr)?;
+        let mut stream = TcpStream::connect(group.addr)?;
         stream.set_nodelay(true)?;
         registry.register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)?;
-        self.stream = Some(stream);
+        self.stream = Some(match &group.tls {
+            None => Transport::Plain(stream),
+            Some(tls) => Transport::Tls(Box::new(TlsStream::new(tls, stream)?)),
+        });
         self.state = ConnState::Connecting;
         self.connect_started = now;
         Ok(())
@@ -361,11 +407,19 @@ impl Connection for Http1Conn {
         match self.state {
             ConnState::Down => Ok(Progress::Moved),
             ConnState::Connecting => {
+                if self.handshaking {
+                    return self.handshake();
+                }
                 let stream = self.stream.as_ref().ok_or(ErrorKind::Connect)?;
-                if let Ok(Some(_)) | Err(_) = stream.take_error() {
+                let socket = stream.socket();
+                if let Ok(Some(_)) | Err(_) = socket.take_error() {
                     return Err(ErrorKind::Connect);
                 }
-                match stream.peer_addr() {
+                match socket.peer_addr() {
+                    Ok(_) if matches!(stream, Transport::Tls(_)) => {
+                        self.handshaking = true;
+                        self.handshake()
+                    }
                     Ok(_) => {
                         self.state = ConnState::Open;
                         Ok(Progress::Connected)
@@ -377,7 +431,10 @@ impl Connection for Http1Conn {
                 }
             }
             ConnState::Open => {
-                if writable && self.write.is_some() {
+                if writable
+                    && (self.write.is_some()
+                        || self.stream.as_ref().is_some_and(|s| s.wants_write()))
+                {
                     self.flush(prepared)?;
                 }
                 if readable || hangup {
@@ -392,6 +449,7 @@ impl Connection for Http1Conn {
         let n = self.in_flight.len();
         self.stream = None; // closing the fd also removes it from the epoll set
         self.state = ConnState::Down;
+        self.handshaking = false;
         self.in_flight.clear();
         self.write = None;
         self.closing = false;
@@ -399,5 +457,9 @@ impl Connection for Http1Conn {
         self.start = 0;
         self.end = 0;
         n
+    }
+
+    fn take_failure(&mut self) -> Option<String> {
+        self.stream.as_mut().and_then(Transport::failure)
     }
 }

@@ -14,10 +14,10 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum SpecError {
     /// A URL could not be parsed.
-    #[error("invalid URL `{url}`: {reason} (expected http://HOST[:PORT][/PATH])")]
+    #[error("invalid URL `{url}`: {reason} (expected http[s]://HOST[:PORT][/PATH])")]
     InvalidUrl { url: String, reason: String },
     /// A URL has a scheme the engine does not speak.
-    #[error("unsupported scheme `{scheme}` in `{url}` (supported: http)")]
+    #[error("unsupported scheme `{scheme}` in `{url}` (supported: http, https)")]
     UnsupportedScheme { url: String, scheme: String },
     /// A host name did not resolve.
     #[error("cannot resolve `{host}`: {source}")]
@@ -44,6 +44,9 @@ pub enum SpecError {
     /// Options that cannot be combined, or a required option is missing.
     #[error("{0}")]
     Conflict(String),
+    /// The TLS set-up cannot be built (an unusable `--cacert` file).
+    #[error("{0}")]
+    Tls(String),
 }
 
 impl SpecError {

@@ -14,9 +14,11 @@
 //! thread (`worker`) over non-blocking sockets on epoll, driven by a load model —
 //! closed loop (`closed`) or open loop with coordinated-omission correction (`open`).
 //! Ramps (`ramp`) and the knee search (`findmax`) are sequences of phases. Connections
-//! sit behind a trait (`conn`) so an HTTP/2 client can join the HTTP/1.1 one. Workers
-//! record into thread-local histograms (`record`) merged once a second (`series`) into
-//! the [`Report`], the per-second series and the interval log (`hdrlog`).
+//! sit behind a trait (`conn`) so an HTTP/2 client can join the HTTP/1.1 one; their
+//! bytes travel over plain TCP or, for `https://`, over rustls (`transport`), set up
+//! once per run with its trust roots and session cache (`tls`). Workers record into
+//! thread-local histograms (`record`) merged once a second (`series`) into the
+//! [`Report`], the per-second series and the interval log (`hdrlog`).
 
 mod closed;
 mod conn;
@@ -37,6 +39,8 @@ mod siege;
 mod slo;
 mod spec;
 pub mod text;
+mod tls;
+mod transport;
 mod units;
 mod url;
 mod worker;

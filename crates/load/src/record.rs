@@ -24,7 +24,7 @@ pub(crate) fn micros(d: Duration) -> u64 {
 }
 
 /// Number of error kinds (index = `ErrorKind as usize`).
-pub(crate) const ERROR_KINDS: usize = 6;
+pub(crate) const ERROR_KINDS: usize = 7;
 /// Status codes counted individually (0..=599); anything else goes to 0.
 pub(crate) const STATUS_SLOTS: usize = 600;
 
@@ -54,6 +54,8 @@ pub(crate) struct Totals {
     pub connections_opened: u64,
     pub cpu: Duration,
     pub wall: Duration,
+    /// Why the first TLS failure happened (the others are only counted).
+    pub tls_failure: Option<String>,
 }
 
 impl Default for Totals {
@@ -69,6 +71,7 @@ impl Default for Totals {
             connections_opened: 0,
             cpu: Duration::ZERO,
             wall: Duration::ZERO,
+            tls_failure: None,
         }
     }
 }
@@ -90,6 +93,9 @@ impl Totals {
         self.connections_opened += o.connections_opened;
         self.cpu += o.cpu;
         self.wall += o.wall;
+        if self.tls_failure.is_none() {
+            self.tls_failure.clone_from(&o.tls_failure);
+        }
     }
 }
 

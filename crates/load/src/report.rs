@@ -27,7 +27,7 @@ pub const SATURATED_WARNING: &str =
 pub struct Errors {
     /// All failed requests.
     pub total: u64,
-    /// Connect failures (refused, unreachable).
+    /// Connect failures (refused, unreachable) and TLS failures (`error_kinds.tls`).
     pub connect: u64,
     /// Connect timeouts and request (read) timeouts.
     pub timeout: u64,
@@ -39,7 +39,7 @@ pub struct Errors {
     pub closed: u64,
 }
 
-/// The finer split of [`Errors`]: the six kinds the engine tells apart.
+/// The finer split of [`Errors`]: the seven kinds the engine tells apart.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ErrorKinds {
     pub connect_refused: u64,
@@ -48,6 +48,9 @@ pub struct ErrorKinds {
     pub reset: u64,
     pub malformed: u64,
     pub closed_early: u64,
+    /// TLS handshakes that failed (certificate verification included) and TLS records
+    /// that broke on open connections; counted under [`Errors::connect`].
+    pub tls: u64,
 }
 
 /// Latency summary in milliseconds.
@@ -151,6 +154,9 @@ pub struct Report {
     pub slo: Option<String>,
     pub series: Vec<SecondPoint>,
     pub warnings: Vec<String>,
+    /// Why the first TLS failure happened, when there was one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_failure: Option<String>,
     #[serde(skip)]
     histogram: Histogram<u64>,
     #[serde(skip)]
@@ -188,10 +194,11 @@ impl Report {
             reset: k(ErrorKind::Reset),
             malformed: k(ErrorKind::Malformed),
             closed_early: k(ErrorKind::Closed),
+            tls: k(ErrorKind::Tls),
         };
         let errors = Errors {
             total: e.iter().sum(),
-            connect: error_kinds.connect_refused,
+            connect: error_kinds.connect_refused + error_kinds.tls,
             timeout: error_kinds.connect_timeout + error_kinds.read_timeout,
             reset: error_kinds.reset,
             malformed: error_kinds.malformed,
@@ -219,6 +226,16 @@ impl Report {
         let saturated = busy >= SATURATION;
         let failed_status: u64 = (400..STATUS_SLOTS).map(|s| totals.status[s]).sum();
         let siege = Siege::compute(&totals, &hist, errors.total, failed_status, elapsed);
+        let mut warnings = Vec::new();
+        if saturated {
+            warnings.push(SATURATED_WARNING.to_string());
+        }
+        if let Some(why) = &totals.tls_failure {
+            warnings.push(format!(
+                "{} TLS failure(s); the first: {why}",
+                error_kinds.tls
+            ));
+        }
         Report {
             requests: totals.requests,
             duration_s: elapsed,
@@ -251,11 +268,8 @@ impl Report {
             broke_at: None,
             slo: None,
             series,
-            warnings: if saturated {
-                vec![SATURATED_WARNING.to_string()]
-            } else {
-                Vec::new()
-            },
+            warnings,
+            tls_failure: totals.tls_failure,
             histogram: hist,
             histogram_uncorrected: unc,
         }

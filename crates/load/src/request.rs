@@ -2,12 +2,17 @@
 //! every request: the hot path never formats, allocates or copies a request.
 //!
 //! [`Prepared`] is what the workers share (behind an `Arc`): per URL its resolved
-//! address, the request bytes, and a pre-concatenated pipeline batch.
+//! address, the request bytes, and a pre-concatenated pipeline batch; per group of URLs
+//! that share a connection, the address and, for `https://`, the TLS config (built once
+//! per run, see `tls`).
 
 use crate::error::SpecError;
 use crate::spec::LoadSpec;
-use crate::url::Target;
+use crate::tls::{client_config, server_name, TlsTarget};
+use crate::url::{Scheme, Target};
+use rustls::pki_types::ServerName;
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
 
 /// One URL ready to be hit.
 #[derive(Debug)]
@@ -22,10 +27,13 @@ pub(crate) struct PreparedTarget {
     pub head: bool,
 }
 
-/// URLs that share one address: a connection serves only URLs of its group.
+/// URLs that share one address and scheme (and, for TLS, server name): a connection
+/// serves only URLs of its group.
 #[derive(Debug)]
 pub(crate) struct Group {
     pub addr: SocketAddr,
+    /// `https://`: how to set up TLS on a connection of this group.
+    pub tls: Option<Arc<TlsTarget>>,
     pub targets: Vec<usize>,
 }
 
@@ -73,8 +81,13 @@ pub(crate) fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
         (None, None) => None,
     };
     let mut targets = Vec::with_capacity(urls.len());
+    let mut tls_names: Vec<Option<ServerName<'static>>> = Vec::with_capacity(urls.len());
     for u in &urls {
         let t = Target::parse(u)?;
+        tls_names.push(match t.scheme {
+            Scheme::Http => None,
+            Scheme::Https => Some(server_name(u, &t.host)?),
+        });
         let addr = (t.host.as_str(), t.port)
             .to_socket_addrs()
             .map_err(|source| SpecError::Resolve {
@@ -95,12 +108,26 @@ pub(crate) fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
             head: spec.method.eq_ignore_ascii_case("HEAD"),
         });
     }
+    // One TLS config for the run (it holds the session cache), built only when needed:
+    // loading the system trust store takes milliseconds.
+    let tls = match tls_names.iter().any(Option::is_some) {
+        true => Some(client_config(spec.insecure, spec.cacert.as_deref())?),
+        false => None,
+    };
     let mut groups: Vec<Group> = Vec::new();
-    for (i, t) in targets.iter().enumerate() {
-        match groups.iter_mut().find(|g| g.addr == t.addr) {
+    for (i, (t, name)) in targets.iter().zip(tls_names).enumerate() {
+        let same = |g: &Group| g.addr == t.addr && g.tls.as_ref().map(|x| &x.name) == name.as_ref();
+        match groups.iter_mut().find(|g| same(g)) {
             Some(g) => g.targets.push(i),
             None => groups.push(Group {
                 addr: t.addr,
+                tls: name.zip(tls.as_ref()).map(|(name, (config, hint))| {
+                    Arc::new(TlsTarget {
+                        config: Arc::clone(config),
+                        name,
+                        hint: Arc::clone(hint),
+                    })
+                }),
                 targets: vec![i],
             }),
         }

@@ -122,6 +122,10 @@ pub struct LoadSpec {
     pub connect_timeout: Duration,
     /// Write an HdrHistogram interval log here.
     pub hdr_log: Option<PathBuf>,
+    /// `https://`: accept any server certificate (no verification of issuer or name).
+    pub insecure: bool,
+    /// `https://`: also trust the CA certificates of this PEM file.
+    pub cacert: Option<PathBuf>,
 }
 
 impl Default for LoadSpec {
@@ -151,6 +155,8 @@ impl Default for LoadSpec {
             timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(5),
             hdr_log: None,
+            insecure: false,
+            cacert: None,
         }
     }
 }
@@ -293,6 +299,13 @@ impl LoadSpec {
                 "a request count (-n) cannot be combined with --ramp or --find-max".into(),
             ));
         }
+        if self.insecure && self.cacert.is_some() {
+            return Err(SpecError::Conflict(
+                "--insecure skips certificate verification, so --cacert would be ignored: \
+                 give one of them"
+                    .into(),
+            ));
+        }
         if self.find_max && matches!(&self.ramp, Some(r) if r.over == RampOver::Connections) {
             return Err(SpecError::Conflict(
                 "--find-max searches a rate; it cannot ramp connections".into(),
@@ -354,6 +367,8 @@ struct RawSpec {
     timeout: Option<Number>,
     connect_timeout: Option<Number>,
     hdr_log: Option<PathBuf>,
+    insecure: Option<bool>,
+    cacert: Option<PathBuf>,
 }
 
 #[derive(Deserialize)]
@@ -444,6 +459,8 @@ impl TryFrom<RawSpec> for LoadSpec {
             connect_timeout: dur("connect_timeout", &r.connect_timeout)?
                 .unwrap_or(d.connect_timeout),
             hdr_log: r.hdr_log,
+            insecure: r.insecure.unwrap_or(false),
+            cacert: r.cacert,
         };
         spec.validate()?;
         Ok(spec)
@@ -503,6 +520,11 @@ mod tests {
             },
             LoadSpec {
                 max_connections: Some(2),
+                ..ok.clone()
+            },
+            LoadSpec {
+                insecure: true,
+                cacert: Some("ca.pem".into()),
                 ..ok.clone()
             },
         ];

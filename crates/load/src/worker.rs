@@ -89,8 +89,11 @@ impl<C: Connection> Core<C> {
     /// Starts (re)connecting slot `i`; an immediate failure counts as a connect error.
     pub fn start_connect(&mut self, i: usize, now: Instant) -> Option<ErrorKind> {
         let slot = &mut self.slots[i];
-        let addr = self.cfg.prepared.groups[slot.group].addr;
-        match slot.conn.connect(self.poll.registry(), Token(i), addr, now) {
+        let group = &self.cfg.prepared.groups[slot.group];
+        match slot
+            .conn
+            .connect(self.poll.registry(), Token(i), group, now)
+        {
             Ok(()) => {
                 self.connecting += 1;
                 None
@@ -152,10 +155,24 @@ impl<C: Connection> Core<C> {
     }
 
     /// Handles a failure of slot `i`. Returns whether it was a connect failure (the
-    /// model then accounts for the request it could not send).
+    /// model then accounts for the request it could not send). A failed TLS handshake
+    /// is one; a TLS failure on an open connection fails its requests like a reset.
     fn fail(&mut self, i: usize, kind: ErrorKind, now: Instant, reconnect: bool) -> bool {
+        let handshake = self.slots[i].conn.state() == ConnState::Connecting;
+        let tls_failure = match kind {
+            ErrorKind::Tls => self.slots[i].conn.take_failure(),
+            _ => None,
+        };
         let in_flight = self.drop_conn(i);
-        let connect = matches!(kind, ErrorKind::Connect | ErrorKind::ConnectTimeout);
+        let connect = match kind {
+            ErrorKind::Connect | ErrorKind::ConnectTimeout => true,
+            ErrorKind::Tls => handshake,
+            _ => false,
+        };
+        if self.recording && (connect || in_flight > 0) && self.rec.totals.tls_failure.is_none() {
+            // The first reason is kept for the report; later ones are only counted.
+            self.rec.totals.tls_failure = tls_failure;
+        }
         if connect {
             if self.recording {
                 self.rec.error(kind, 1);

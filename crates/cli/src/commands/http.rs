@@ -22,6 +22,7 @@ use crate::exit::{InvalidInput, FAILURES};
 const HTTP_HELP: &str = "\
 Examples:
   perflab http -c 10 -d 10s http://127.0.0.1:8080/
+  perflab http -c 10 -d 10s --cacert ca.pem https://localhost:8443/
   perflab http --rate 2000 -c 10 -d 30s --hdr-log run.hlog http://127.0.0.1:8080/
   perflab http --ramp 1000:10000:10 --step-duration 5s http://127.0.0.1:8080/
   perflab http --find-max --slo 'p99<20ms' --max-error-rate 0.1% http://127.0.0.1:8080/
@@ -36,7 +37,7 @@ Exit codes: 0 ok, 1 could not run, 2 bad input (nothing was sent),
 #[derive(Debug, clap::Args)]
 #[command(after_help = HTTP_HELP)]
 pub struct HttpArgs {
-    /// Target URL: http://HOST[:PORT][/PATH].
+    /// Target URL: http[s]://HOST[:PORT][/PATH].
     #[arg(value_name = "URL", required_unless_present = "urls_file")]
     pub url: Option<String>,
 
@@ -139,6 +140,14 @@ pub struct HttpArgs {
     /// Write an HdrHistogram interval log (one histogram per second, µs).
     #[arg(long, value_name = "FILE")]
     pub hdr_log: Option<PathBuf>,
+
+    /// https: accept any server certificate (no check of its issuer or name).
+    #[arg(short = 'k', long, conflicts_with = "cacert")]
+    pub insecure: bool,
+
+    /// https: also trust the CA certificates in this PEM file.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
 }
 
 /// Builds the engine's spec from the flags.
@@ -190,6 +199,8 @@ pub fn spec_from_args(a: &HttpArgs) -> Result<LoadSpec, SpecError> {
         timeout: parse_duration("timeout", &a.timeout)?,
         connect_timeout: parse_duration("connect-timeout", &a.connect_timeout)?,
         hdr_log: a.hdr_log.clone(),
+        insecure: a.insecure,
+        cacert: a.cacert.clone(),
     };
     spec.validate()?;
     Ok(spec)
