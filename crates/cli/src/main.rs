@@ -58,6 +58,8 @@ enum Command {
     Http(commands::http::HttpArgs),
     Scimark(commands::scimark::ScimarkArgs),
     Disk(commands::disk::DiskArgs),
+    Top(commands::top::TopArgs),
+    Profile(commands::profile::ProfileArgs),
     Completions(commands::completions::CompletionsArgs),
 }
 
@@ -104,6 +106,8 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::Http(a) => commands::http::run(&g, a),
         Command::Scimark(a) => commands::scimark::run(&g, a),
         Command::Disk(a) => commands::disk::run(&g, a),
+        Command::Top(a) => commands::top::run(&g, a),
+        Command::Profile(a) => commands::profile::run(&g, a),
         Command::Completions(a) => commands::completions::run(a),
     }
 }

@@ -98,3 +98,70 @@ fn table_workload_errors_are_located_and_nothing_runs() {
         assert!(!lab.store().exists());
     }
 }
+
+#[test]
+fn monitor_stores_series_and_summary_metrics_that_show_prints() {
+    let lab = Lab::new();
+    let f = lab.write(
+        "e.toml",
+        r#"
+[experiment]
+repetitions = 2
+warmup = 0
+noise_check = false
+[service]
+command = "{perflab} serve --hello --port {port} --workers 1"
+ready.http = "http://127.0.0.1:{port}/"
+[monitor]
+interval = "100ms"
+[workload]
+kind = "http"
+urls = ["http://127.0.0.1:{port}/"]
+connections = 2
+threads = 1
+duration = "500ms"
+"#,
+    );
+    let out = lab.run(&["run", f.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let table = stdout(&out);
+    for name in [
+        "cpu.softirq_pct",
+        "sched.ctxt_per_s",
+        "process.cpu_s",
+        "service_cpu_per_req_us",
+    ] {
+        assert!(table.contains(name), "{name} missing from:\n{table}");
+    }
+    let export = lab.json(&["export", "1", "--format", "json"]);
+    let series = export["trials"][0]["series"].as_array().unwrap();
+    assert!(
+        series
+            .iter()
+            .any(|s| s["name"] == "cpu.softirq_pct" && s["points"].as_array().unwrap().len() >= 3),
+        "per-trial series are stored"
+    );
+    let show = lab.json(&["show", "--json"]);
+    let m = show["configs"][0]["metrics"].as_array().unwrap();
+    let cpu = m.iter().find(|m| m["name"] == "process.cpu_s").unwrap();
+    assert!(
+        cpu["mean"].as_f64().unwrap() > 0.0,
+        "the service did work: {cpu}"
+    );
+}
+
+#[test]
+fn a_process_probe_without_a_service_is_an_error() {
+    let lab = Lab::new();
+    let f = lab.write(
+        "bad.toml",
+        "[experiment]\n[monitor]\nprobes = [\"cpu\", \"process\"]\n[workload]\nkind = \"command\"\ncommand = \"true\"\n",
+    );
+    let out = lab.run(&["run", f.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("bad.toml:3:18") && stderr(&out).contains("no [service]"),
+        "{}",
+        stderr(&out)
+    );
+}

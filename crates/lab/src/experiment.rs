@@ -45,6 +45,13 @@ impl Order {
     }
 }
 
+/// `[monitor]`: system telemetry sampled during every trial.
+#[derive(Debug, Clone)]
+pub struct MonitorConfig {
+    pub interval: Duration,
+    pub probes: Vec<perflab_telemetry::Probe>,
+}
+
 /// How many repetitions: fixed, or added round by round until precise enough.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Repetitions {
@@ -163,6 +170,7 @@ pub struct Experiment {
     pub teardown: Option<Template>,
     pub matrix: Vec<Param>,
     pub service: Option<ServiceSpec>,
+    pub monitor: Option<MonitorConfig>,
     pub workload: WorkloadSpec,
 }
 
@@ -382,6 +390,10 @@ fn build<W>(
     };
     let opt_t = |s: &Option<SStr>| s.as_ref().map(|s| c.command(s, true)).transpose();
     let service = raw.service.map(|s| service(&c, s)).transpose()?;
+    let monitor = raw
+        .monitor
+        .map(|m| monitor(loc, m, service.is_some()))
+        .transpose()?;
     let workload = workload(&c, raw.workload)?;
     if let Some(primary) = &e.primary {
         let named = workload.metric_names();
@@ -420,8 +432,51 @@ fn build<W>(
         teardown: opt_t(&e.teardown)?,
         matrix,
         service,
+        monitor,
         workload,
     })
+}
+
+fn monitor(loc: &Locator, m: RawMonitor, has_service: bool) -> Result<MonitorConfig, FileError> {
+    use perflab_telemetry::Probe;
+    let interval = match &m.interval {
+        None => Duration::from_secs(1),
+        Some(i) => perflab_telemetry::parse_interval(i.get_ref()).map_err(|e| {
+            loc.at(
+                i.span().start,
+                format!("monitor.interval: {e} (e.g. \"1s\", \"250ms\"; at least 50ms)"),
+            )
+        })?,
+    };
+    let probes = match &m.probes {
+        None => {
+            let mut p = vec!["cpu", "sched", "memory", "disk", "net", "sockets"];
+            if has_service {
+                p.push("process");
+            }
+            Probe::parse_list(&p).map_err(|e| loc.nowhere(e.to_string()))?
+        }
+        Some(list) => {
+            let mut out = Vec::new();
+            for p in list {
+                let probe = Probe::parse_list(&[p.get_ref()]).map_err(|e| {
+                    loc.at(
+                        p.span().start,
+                        format!("monitor.probes: {e} (expected cpu, sched, memory, disk, net, sockets, nfs, process)"),
+                    )
+                })?;
+                if probe.contains(&Probe::Process) && !has_service {
+                    return Err(loc.at(
+                        p.span().start,
+                        "the process probe follows the service under test, and this experiment has no [service]",
+                    ));
+                }
+                out.extend(probe);
+            }
+            out
+        }
+    };
+    Ok(MonitorConfig { interval, probes })
 }
 
 fn repetitions(loc: &Locator, e: &RawExperiment, order: Order) -> Result<Repetitions, FileError> {

@@ -19,7 +19,16 @@ pub struct RawFile<W> {
     pub matrix: Option<RawMatrix>,
     #[serde(default)]
     pub service: Option<RawService>,
+    #[serde(default)]
+    pub monitor: Option<RawMonitor>,
     pub workload: W,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMonitor {
+    pub interval: Option<SStr>,
+    pub probes: Option<Vec<SStr>>,
 }
 
 /// Reads only `workload.kind`, to pick the workload's structure for the second pass.

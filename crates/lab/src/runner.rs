@@ -207,6 +207,47 @@ pub fn run_dir_for(store: &Store, run: RunId) -> Result<PathBuf, RunError> {
         .map_err(|e| RunError::Io(format!("run directory {}: {e}", dir.display())))
 }
 
+/// Adds a monitor recording to a trial's measurement: its series, its per-trial
+/// summaries as metrics, and the service's CPU time per request when the workload
+/// counted requests.
+fn add_recording(m: &mut Measurement, rec: perflab_telemetry::Recording) {
+    let cpu_s = rec
+        .summaries
+        .iter()
+        .find(|s| s.name == "process.cpu_s")
+        .map(|s| s.value);
+    for s in rec.summaries {
+        m.metrics.push(perflab_store::MetricValue::new(
+            &s.name,
+            &s.unit,
+            s.value,
+            s.better.as_str(),
+        ));
+    }
+    for s in rec.series {
+        m.series.push(perflab_store::SeriesData {
+            name: s.name,
+            unit: s.unit,
+            points: s.points,
+        });
+    }
+    let requests = m
+        .metrics
+        .iter()
+        .find(|x| x.name == "requests")
+        .map(|x| x.value);
+    if let (Some(cpu), Some(n)) = (cpu_s, requests) {
+        if n > 0.0 {
+            m.metrics.push(perflab_store::MetricValue::new(
+                "service_cpu_per_req_us",
+                "µs",
+                cpu / n * 1e6,
+                "lower",
+            ));
+        }
+    }
+}
+
 /// This perflab binary, for `{perflab}` (so `perflab serve` can be the service under
 /// test even when perflab is not on the PATH, e.g. under `cargo run`).
 pub fn perflab_exe() -> String {
@@ -525,7 +566,9 @@ impl Runner<'_> {
                 return self.hook_failed("prepare", e);
             }
         }
+        let monitor = self.start_monitor();
         let result = self.workload(&vars);
+        let recording = monitor.map(|m| m.stop());
         let mut done = match result {
             Ok(m) => Done {
                 status: TrialStatus::Ok,
@@ -540,6 +583,9 @@ impl Runner<'_> {
             Err(WorkloadError::Failed { message, partial }) => Self::fail(message, *partial),
             Err(WorkloadError::Setup(e)) => Self::fail(e, Measurement::default()),
         };
+        if let Some(rec) = recording {
+            add_recording(&mut done.m, rec);
+        }
         if done.status != TrialStatus::Interrupted && !self.is_interrupted() {
             if let Some(s) = self.service.as_mut() {
                 if let Err(e) = s.check_alive() {
@@ -562,6 +608,23 @@ impl Runner<'_> {
             }
         }
         done
+    }
+
+    /// Starts `[monitor]` sampling for a trial (following the service's process).
+    fn start_monitor(&self) -> Option<perflab_telemetry::MonitorHandle> {
+        let cfg = self.exp.monitor.as_ref()?;
+        let mut spec = perflab_telemetry::MonitorSpec::new(cfg.interval, cfg.probes.clone());
+        if cfg.probes.contains(&perflab_telemetry::Probe::Process) {
+            spec.pid = self.service.as_ref().map(|s| s.pid());
+        }
+        match perflab_telemetry::Monitor::start(spec) {
+            Ok(h) => Some(h),
+            Err(e) => {
+                self.obs
+                    .warn(&format!("monitor not started for this trial: {e}"));
+                None
+            }
+        }
     }
 
     fn hook_failed(&self, what: &str, e: String) -> Done {

@@ -17,6 +17,7 @@ use crate::template::{Template, BUILTINS};
 /// Metrics the `http` workload records.
 pub const HTTP_METRICS: &[&str] = &[
     "rps",
+    "requests",
     "mbps",
     "latency_p50_ms",
     "latency_p90_ms",
@@ -174,6 +175,7 @@ pub fn http_measurement(r: &perflab_load::Report) -> Measurement {
     let l = &r.latency_ms;
     let metrics = vec![
         MetricValue::new("rps", "req/s", r.rps, "higher"),
+        MetricValue::new("requests", "", r.requests as f64, "higher"),
         MetricValue::new("mbps", "MB/s", r.mbps, "higher"),
         MetricValue::new("latency_p50_ms", "ms", l.p50, "lower"),
         MetricValue::new("latency_p90_ms", "ms", l.p90, "lower"),

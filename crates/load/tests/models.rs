@@ -115,7 +115,9 @@ fn find_max_finds_the_knee_within_20_percent() {
     let s = LoadSpec {
         connections: 4,
         find_max: true,
-        slo: Some(Slo::parse("p99<10ms").unwrap()),
+        // Generous SLO: queueing above capacity blows far past it, while scheduling
+        // jitter on a busy 2-core machine stays well below it.
+        slo: Some(Slo::parse("p99<50ms").unwrap()),
         max_error_rate: 0.01,
         step_duration: Some(Duration::from_millis(500)),
         ..LoadSpec::new(srv.url("/"))

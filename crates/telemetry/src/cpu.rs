@@ -87,7 +87,11 @@ pub fn parse_stat(text: &str) -> Result<ProcStat, ParseError> {
         let value = |v: Option<&str>| -> Result<Option<u64>, ParseError> {
             match v {
                 Some(v) => Ok(Some(num(STAT, n, v)?)),
-                None => Err(ParseError::new(STAT, Some(n), format!("`{key}` has no value"))),
+                None => Err(ParseError::new(
+                    STAT,
+                    Some(n),
+                    format!("`{key}` has no value"),
+                )),
             }
         };
         match key {
@@ -193,7 +197,11 @@ pub struct LoadAvg {
 pub fn parse_loadavg(text: &str) -> Result<LoadAvg, ParseError> {
     let f: Vec<&str> = text.split_ascii_whitespace().collect();
     if f.len() < 4 {
-        return Err(ParseError::new(LOADAVG, Some(1), "expected `L1 L5 L15 R/T PID`"));
+        return Err(ParseError::new(
+            LOADAVG,
+            Some(1),
+            "expected `L1 L5 L15 R/T PID`",
+        ));
     }
     let load = |s: &str| {
         s.parse::<f64>()

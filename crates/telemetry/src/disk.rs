@@ -234,7 +234,11 @@ pub fn iostat(prev: &DiskStats, cur: &DiskStats, secs: f64) -> DiskRates {
         d(|s| s.dc_ios),
         d(|s| s.fl_ios),
     );
-    let (rd_sec, wr_sec, dc_sec) = (d(|s| s.rd_sectors), d(|s| s.wr_sectors), d(|s| s.dc_sectors));
+    let (rd_sec, wr_sec, dc_sec) = (
+        d(|s| s.rd_sectors),
+        d(|s| s.wr_sectors),
+        d(|s| s.dc_sectors),
+    );
     let (rd_ticks, wr_ticks, dc_ticks, fl_ticks) = (
         d(|s| s.rd_ticks),
         d(|s| s.wr_ticks),
@@ -282,8 +286,19 @@ mod tests {
     #[test]
     fn partitions_and_virtual_devices() {
         let all: Vec<DiskStats> = [
-            "sda", "sda1", "nvme0n1", "nvme0n1p1", "mmcblk0", "mmcblk0p2", "md0", "dm-0",
-            "loop0", "ram1", "zram0", "sr0", "vdb",
+            "sda",
+            "sda1",
+            "nvme0n1",
+            "nvme0n1p1",
+            "mmcblk0",
+            "mmcblk0p2",
+            "md0",
+            "dm-0",
+            "loop0",
+            "ram1",
+            "zram0",
+            "sr0",
+            "vdb",
         ]
         .iter()
         .map(|n| dev(n))
@@ -293,7 +308,10 @@ mod tests {
             .iter()
             .map(|d| d.name.as_str())
             .collect();
-        assert_eq!(kept, ["sda", "nvme0n1", "mmcblk0", "md0", "dm-0", "zram0", "sr0", "vdb"]);
+        assert_eq!(
+            kept,
+            ["sda", "nvme0n1", "mmcblk0", "md0", "dm-0", "zram0", "sr0", "vdb"]
+        );
         let everything = DiskFilter {
             partitions: true,
             virtual_devices: true,

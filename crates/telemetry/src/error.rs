@@ -33,11 +33,16 @@ impl ParseError {
 /// The monitor or sampler could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum TelemetryError {
+    /// An interval that is not a duration (`1s`, `250ms`, `1m30s`).
+    #[error("invalid interval `{0}`: expected a duration such as 1s, 250ms or 1m30s")]
+    BadInterval(String),
     /// The interval is shorter than [`crate::MIN_INTERVAL`].
     #[error("interval {0:?} is too short: the shortest is 50ms")]
     IntervalTooShort(Duration),
     /// A probe name that is not one of [`crate::Probe::ALL`].
-    #[error("unknown probe `{0}`: expected one of cpu, sched, memory, disk, net, sockets, nfs, process")]
+    #[error(
+        "unknown probe `{0}`: expected one of cpu, sched, memory, disk, net, sockets, nfs, process"
+    )]
     UnknownProbe(String),
     /// The `process` probe was asked for without a pid to follow.
     #[error("probe `process` needs a pid to follow")]

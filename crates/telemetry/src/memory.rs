@@ -89,7 +89,11 @@ pub fn parse_vmstat(text: &str) -> Result<VmCounters, ParseError> {
         seen += 1;
     }
     if seen == 0 {
-        return Err(ParseError::new(VMSTAT, None, "none of pgpgin, pgpgout, pswpin, pswpout"));
+        return Err(ParseError::new(
+            VMSTAT,
+            None,
+            "none of pgpgin, pgpgout, pswpin, pswpout",
+        ));
     }
     Ok(c)
 }
@@ -146,7 +150,10 @@ mod tests {
             "Cached: 30 kB\nMemFree: 20 kB\nMemTotal: 100 kB\nDirty: 5 kB\nSwapTotal: 10 kB\nSwapFree: 4 kB\n",
         )
         .unwrap();
-        assert_eq!((m.total_kb, m.free_kb, m.cached_kb, m.dirty_kb), (100, 20, 30, 5));
+        assert_eq!(
+            (m.total_kb, m.free_kb, m.cached_kb, m.dirty_kb),
+            (100, 20, 30, 5)
+        );
         assert_eq!(m.available_kb, None);
         let r = memory_rates(&m, None, None, 1.0);
         assert_eq!(r.available_kb, 20.0);

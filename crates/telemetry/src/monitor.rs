@@ -66,29 +66,43 @@ impl Monitor {
             .name("perflab-monitor".into())
             .spawn(move || run(sampler, interval, &flag))
             .map_err(TelemetryError::Thread)?;
-        Ok(MonitorHandle { stop, thread })
+        Ok(MonitorHandle {
+            stop,
+            thread: Some(thread),
+        })
     }
 }
 
-/// A running monitor; dropping it without [`MonitorHandle::stop`] leaves the thread to
-/// run until the process ends.
+/// A running monitor. Dropping it without [`MonitorHandle::stop`] stops the sampling
+/// thread too (and throws its recording away).
 pub struct MonitorHandle {
     stop: Arc<(Mutex<bool>, Condvar)>,
-    thread: JoinHandle<Recording>,
+    thread: Option<JoinHandle<Recording>>,
 }
 
 impl MonitorHandle {
     /// Stops sampling (after one last sample) and returns what was recorded.
-    pub fn stop(self) -> Recording {
-        {
-            let (lock, cv) = &*self.stop;
-            *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
-            cv.notify_all();
-        }
-        self.thread.join().unwrap_or_else(|_| Recording {
+    pub fn stop(mut self) -> Recording {
+        self.signal();
+        let thread = self.thread.take().expect("joined only here");
+        thread.join().unwrap_or_else(|_| Recording {
             warnings: vec!["the sampling thread panicked; nothing was recorded".into()],
             ..Default::default()
         })
+    }
+
+    fn signal(&self) {
+        let (lock, cv) = &*self.stop;
+        *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        cv.notify_all();
+    }
+}
+
+impl Drop for MonitorHandle {
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            self.signal();
+        }
     }
 }
 
@@ -297,7 +311,12 @@ fn extra_summaries(whole: &Sample) -> Vec<SummaryMetric> {
         };
         let softirq = busiest(|p| p.softirq);
         if !softirq.is_nan() {
-            out.push(metric("cpu.busiest_softirq_pct", "%", softirq, Better::Lower));
+            out.push(metric(
+                "cpu.busiest_softirq_pct",
+                "%",
+                softirq,
+                Better::Lower,
+            ));
             let busy = busiest(|p| 100.0 - p.idle - p.iowait);
             out.push(metric("cpu.busiest_busy_pct", "%", busy, Better::Lower));
         }

@@ -33,7 +33,11 @@ pub fn parse_snmp(file: &str, text: &str) -> Result<BTreeMap<String, u64>, Parse
             lines[i].split_once(':'),
             lines.get(i + 1).and_then(|l| l.split_once(':')),
         ) else {
-            return Err(ParseError::new(file, Some(i + 1), "expected a `Prefix: names` line followed by `Prefix: values`"));
+            return Err(ParseError::new(
+                file,
+                Some(i + 1),
+                "expected a `Prefix: names` line followed by `Prefix: values`",
+            ));
         };
         if p1 != p2 {
             return Err(ParseError::new(
@@ -48,7 +52,11 @@ pub fn parse_snmp(file: &str, text: &str) -> Result<BTreeMap<String, u64>, Parse
             return Err(ParseError::new(
                 file,
                 Some(i + 2),
-                format!("`{p1}:` has {} names but {} values", names.len(), values.len()),
+                format!(
+                    "`{p1}:` has {} names but {} values",
+                    names.len(),
+                    values.len()
+                ),
             ));
         }
         for (n, v) in names.iter().zip(values) {
@@ -85,7 +93,11 @@ pub fn parse_softnet(text: &str) -> Result<Softnet, ParseError> {
             continue;
         }
         if cols.len() < 3 {
-            return Err(ParseError::new(F, Some(i + 1), format!("expected at least 3 columns, found {}", cols.len())));
+            return Err(ParseError::new(
+                F,
+                Some(i + 1),
+                format!("expected at least 3 columns, found {}", cols.len()),
+            ));
         }
         let hex = |c: &str| {
             u64::from_str_radix(c, 16)
@@ -132,7 +144,11 @@ pub fn parse_net_dev(text: &str) -> Result<Vec<IfaceCounters>, ParseError> {
             })
             .collect::<Result<_, _>>()?;
         if v.len() < 16 {
-            return Err(ParseError::new(F, Some(i + 1), format!("expected 16 counters, found {}", v.len())));
+            return Err(ParseError::new(
+                F,
+                Some(i + 1),
+                format!("expected 16 counters, found {}", v.len()),
+            ));
         }
         out.push(IfaceCounters {
             name: name.trim().to_string(),
@@ -216,10 +232,8 @@ pub fn net_rates(prev: &NetCounters, cur: &NetCounters, secs: f64) -> NetRates {
             r.counts.insert(key.to_string(), delta(a, b));
         }
     }
-    if let (Some(&re), Some(&out)) = (
-        r.counts.get("Tcp.RetransSegs"),
-        r.counts.get("Tcp.OutSegs"),
-    ) {
+    if let (Some(&re), Some(&out)) = (r.counts.get("Tcp.RetransSegs"), r.counts.get("Tcp.OutSegs"))
+    {
         r.retrans_pct = Some(pct(re as f64, out as f64));
     }
     if let (Some(a), Some(b)) = (prev.softnet, cur.softnet) {
@@ -283,7 +297,10 @@ mod tests {
     fn net_dev_without_space_after_colon() {
         let t = "Inter-|   Receive\n face |bytes\n  eth0:123 4 0 0 0 0 0 0 567 8 0 0 0 0 0 0\n";
         let v = parse_net_dev(t).unwrap();
-        assert_eq!((v[0].name.as_str(), v[0].rx_bytes, v[0].tx_packets), ("eth0", 123, 8));
+        assert_eq!(
+            (v[0].name.as_str(), v[0].rx_bytes, v[0].tx_packets),
+            ("eth0", 123, 8)
+        );
         assert!(parse_net_dev("  eth0: 1 2 3\n").is_err());
     }
 }

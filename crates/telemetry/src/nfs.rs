@@ -61,7 +61,11 @@ pub fn parse_rpc_nfs(text: &str) -> Result<NfsClient, ParseError> {
     const F: &str = "/proc/net/rpc/nfs";
     let (n, v) = rpc_line(F, text)?;
     if v.len() < 3 {
-        return Err(ParseError::new(F, Some(n), "`rpc` needs calls, retrans, authrefresh"));
+        return Err(ParseError::new(
+            F,
+            Some(n),
+            "`rpc` needs calls, retrans, authrefresh",
+        ));
     }
     Ok(NfsClient {
         calls: num(F, n, v[0])?,
@@ -93,8 +97,16 @@ pub fn parse_pool_stats(text: &str) -> Result<NfsPools, ParseError> {
     const F: &str = "/proc/fs/nfsd/pool_stats";
     let mut lines = text.lines().enumerate();
     let header: Vec<&str> = match lines.next() {
-        Some((_, h)) if h.starts_with('#') => h.trim_start_matches('#').split_ascii_whitespace().collect(),
-        _ => return Err(ParseError::new(F, Some(1), "expected a `# pool ...` header")),
+        Some((_, h)) if h.starts_with('#') => {
+            h.trim_start_matches('#').split_ascii_whitespace().collect()
+        }
+        _ => {
+            return Err(ParseError::new(
+                F,
+                Some(1),
+                "expected a `# pool ...` header",
+            ))
+        }
     };
     let col = |name: &str| header.iter().position(|h| *h == name);
     let mut p = NfsPools::default();
@@ -110,7 +122,11 @@ pub fn parse_pool_stats(text: &str) -> Result<NfsPools, ParseError> {
     for (i, line) in &body {
         let f: Vec<&str> = line.split_ascii_whitespace().collect();
         if f.len() != header.len() {
-            return Err(ParseError::new(F, Some(i + 1), format!("expected {} columns, found {}", header.len(), f.len())));
+            return Err(ParseError::new(
+                F,
+                Some(i + 1),
+                format!("expected {} columns, found {}", header.len(), f.len()),
+            ));
         }
         for (k, (c, _)) in cols.iter().enumerate() {
             if let Some(c) = c {
@@ -179,7 +195,10 @@ pub fn nfs_rates(prev: &NfsCounters, cur: &NfsCounters, secs: f64) -> Option<Nfs
     };
     let server = match (prev.server, cur.server) {
         (Some(a), Some(b)) => {
-            let (pa, pb) = (prev.pools.unwrap_or_default(), cur.pools.unwrap_or_default());
+            let (pa, pb) = (
+                prev.pools.unwrap_or_default(),
+                cur.pools.unwrap_or_default(),
+            );
             let pools = prev.pools.is_some() && cur.pools.is_some();
             let r = |x: Option<u64>, y: Option<u64>| match (pools, x, y) {
                 (true, Some(x), Some(y)) => Some(rate(x, y, secs)),
@@ -232,6 +251,9 @@ mod tests {
 
     #[test]
     fn absent_everywhere_is_none() {
-        assert_eq!(nfs_rates(&NfsCounters::default(), &NfsCounters::default(), 1.0), None);
+        assert_eq!(
+            nfs_rates(&NfsCounters::default(), &NfsCounters::default(), 1.0),
+            None
+        );
     }
 }

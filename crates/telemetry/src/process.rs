@@ -47,8 +47,12 @@ pub struct PidStat {
 /// are counted from the *last* `)`.
 pub fn parse_pid_stat(text: &str) -> Result<PidStat, ParseError> {
     const F: &str = "/proc/PID/stat";
-    let open = text.find('(').ok_or_else(|| ParseError::new(F, Some(1), "no `(comm)`"))?;
-    let close = text.rfind(')').ok_or_else(|| ParseError::new(F, Some(1), "no `(comm)`"))?;
+    let open = text
+        .find('(')
+        .ok_or_else(|| ParseError::new(F, Some(1), "no `(comm)`"))?;
+    let close = text
+        .rfind(')')
+        .ok_or_else(|| ParseError::new(F, Some(1), "no `(comm)`"))?;
     if close < open {
         return Err(ParseError::new(F, Some(1), "no `(comm)`"));
     }
@@ -59,7 +63,11 @@ pub fn parse_pid_stat(text: &str) -> Result<PidStat, ParseError> {
     let f: Vec<&str> = text[close + 1..].split_ascii_whitespace().collect();
     // f[0] is field 3 (state); field k is f[k - 3].
     if f.len() < 20 {
-        return Err(ParseError::new(F, Some(1), format!("expected at least 22 fields, found {}", f.len() + 2)));
+        return Err(ParseError::new(
+            F,
+            Some(1),
+            format!("expected at least 22 fields, found {}", f.len() + 2),
+        ));
     }
     let at = |k: usize| num(F, 1, f[k - 3]);
     Ok(PidStat {
@@ -276,7 +284,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s.comm, "my (odd) name");
-        assert_eq!((s.ppid, s.utime, s.stime, s.cutime, s.cstime), (1, 7, 3, 2, 1));
+        assert_eq!(
+            (s.ppid, s.utime, s.stime, s.cutime, s.cstime),
+            (1, 7, 3, 2, 1)
+        );
         assert_eq!((s.num_threads, s.starttime), (4, 12345));
         assert!(parse_pid_stat("42 (x) S 1 2").is_err());
         assert!(parse_pid_stat("garbage").is_err());

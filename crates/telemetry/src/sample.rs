@@ -69,7 +69,12 @@ impl Sample {
             }
         }
         if let Some(m) = &cur.meminfo {
-            s.memory = Some(memory::memory_rates(m, prev.vmstat.as_ref(), cur.vmstat.as_ref(), secs));
+            s.memory = Some(memory::memory_rates(
+                m,
+                prev.vmstat.as_ref(),
+                cur.vmstat.as_ref(),
+                secs,
+            ));
         }
         if let (Some(a), Some(b)) = (&prev.disks, &cur.disks) {
             for d in disks.select(b) {
@@ -88,12 +93,21 @@ impl Sample {
         s
     }
 
-    /// The device with the highest %util (then the most I/O), for one-line views.
+    /// The device with the highest %util (then the most I/O; the first listed on a tie),
+    /// for one-line views.
     pub fn busiest_disk(&self) -> Option<&(String, DiskRates)> {
-        self.disks.iter().max_by(|a, b| {
-            let k = |d: &DiskRates| (d.util, d.r_s + d.w_s);
-            k(&a.1).partial_cmp(&k(&b.1)).unwrap_or(std::cmp::Ordering::Equal)
-        })
+        let key = |d: &DiskRates| (d.util, d.r_s + d.w_s);
+        let mut best: Option<&(String, DiskRates)> = None;
+        for d in &self.disks {
+            let better = match best {
+                None => true,
+                Some(b) => key(&d.1) > key(&b.1),
+            };
+            if better {
+                best = Some(d);
+            }
+        }
+        best
     }
 
     /// Every figure as a named point (see the crate doc for the names).
@@ -106,26 +120,50 @@ impl Sample {
             }
         }
         if let Some(s) = &self.sched {
-            out.rate("sched.ctxt_per_s", "1/s", s.ctxt_per_s, Lower).max();
+            out.rate("sched.ctxt_per_s", "1/s", s.ctxt_per_s, Lower)
+                .max();
             out.rate("sched.intr_per_s", "1/s", s.intr_per_s, Lower);
-            out.gauge("sched.procs_running", "count", s.procs_running, Lower).max();
-            out.gauge("sched.procs_blocked", "count", s.procs_blocked, Lower).max();
+            out.gauge("sched.procs_running", "count", s.procs_running, Lower)
+                .max();
+            out.gauge("sched.procs_blocked", "count", s.procs_blocked, Lower)
+                .max();
             out.gauge("sched.loadavg_1", "count", s.loadavg_1, Lower);
-            out.gauge("sched.loadavg_5", "count", s.loadavg_5, Lower).series_only();
-            out.gauge("sched.loadavg_15", "count", s.loadavg_15, Lower).series_only();
+            out.gauge("sched.loadavg_5", "count", s.loadavg_5, Lower)
+                .series_only();
+            out.gauge("sched.loadavg_15", "count", s.loadavg_15, Lower)
+                .series_only();
         }
         if let Some(m) = &self.memory {
             out.gauge("memory.free_kb", "kB", m.free_kb, Higher);
             out.gauge("memory.available_kb", "kB", m.available_kb, Higher);
-            out.gauge("memory.cached_kb", "kB", m.cached_kb, Higher).series_only();
-            out.gauge("memory.buffers_kb", "kB", m.buffers_kb, Higher).series_only();
+            out.gauge("memory.cached_kb", "kB", m.cached_kb, Higher)
+                .series_only();
+            out.gauge("memory.buffers_kb", "kB", m.buffers_kb, Higher)
+                .series_only();
             out.gauge("memory.dirty_kb", "kB", m.dirty_kb, Lower).max();
-            out.gauge("memory.writeback_kb", "kB", m.writeback_kb, Lower).max();
-            out.gauge("memory.swap_used_kb", "kB", m.swap_used_kb, Lower).max();
-            out.rate("memory.swap_in_pages_per_s", "pages/s", m.swap_in_pages_per_s, Lower);
-            out.rate("memory.swap_out_pages_per_s", "pages/s", m.swap_out_pages_per_s, Lower);
+            out.gauge("memory.writeback_kb", "kB", m.writeback_kb, Lower)
+                .max();
+            out.gauge("memory.swap_used_kb", "kB", m.swap_used_kb, Lower)
+                .max();
+            out.rate(
+                "memory.swap_in_pages_per_s",
+                "pages/s",
+                m.swap_in_pages_per_s,
+                Lower,
+            );
+            out.rate(
+                "memory.swap_out_pages_per_s",
+                "pages/s",
+                m.swap_out_pages_per_s,
+                Lower,
+            );
             out.rate("memory.page_in_kb_per_s", "kB/s", m.page_in_kb_per_s, Lower);
-            out.rate("memory.page_out_kb_per_s", "kB/s", m.page_out_kb_per_s, Lower);
+            out.rate(
+                "memory.page_out_kb_per_s",
+                "kB/s",
+                m.page_out_kb_per_s,
+                Lower,
+            );
         }
         for (dev, d) in &self.disks {
             disk_points(&mut out, dev, d);
@@ -133,13 +171,10 @@ impl Sample {
         if let Some(n) = &self.net {
             for (name, _) in net::RATES {
                 if let Some(v) = n.rates.get(name) {
-                    let better = if name.ends_with("segs_per_s") && !name.starts_with("retrans") {
-                        Higher
-                    } else if name.contains("opens") {
-                        Higher
-                    } else {
-                        Lower
-                    };
+                    // Traffic and connections served are throughput; the rest are errors.
+                    let throughput = (name.ends_with("segs_per_s") && !name.starts_with("retrans"))
+                        || name.contains("opens");
+                    let better = if throughput { Higher } else { Lower };
                     out.rate(&format!("net.{name}"), "1/s", *v, better);
                 }
             }
@@ -154,10 +189,30 @@ impl Sample {
             }
             for i in &n.ifaces {
                 let p = format!("net.dev.{}", i.name);
-                out.rate(&format!("{p}.rx_bytes_per_s"), "B/s", i.rx_bytes_per_s, Higher);
-                out.rate(&format!("{p}.tx_bytes_per_s"), "B/s", i.tx_bytes_per_s, Higher);
-                out.rate(&format!("{p}.rx_packets_per_s"), "1/s", i.rx_packets_per_s, Higher);
-                out.rate(&format!("{p}.tx_packets_per_s"), "1/s", i.tx_packets_per_s, Higher);
+                out.rate(
+                    &format!("{p}.rx_bytes_per_s"),
+                    "B/s",
+                    i.rx_bytes_per_s,
+                    Higher,
+                );
+                out.rate(
+                    &format!("{p}.tx_bytes_per_s"),
+                    "B/s",
+                    i.tx_bytes_per_s,
+                    Higher,
+                );
+                out.rate(
+                    &format!("{p}.rx_packets_per_s"),
+                    "1/s",
+                    i.rx_packets_per_s,
+                    Higher,
+                );
+                out.rate(
+                    &format!("{p}.tx_packets_per_s"),
+                    "1/s",
+                    i.tx_packets_per_s,
+                    Higher,
+                );
                 out.rate(&format!("{p}.rx_drop_per_s"), "1/s", i.rx_drop_per_s, Lower);
                 out.rate(&format!("{p}.tx_drop_per_s"), "1/s", i.tx_drop_per_s, Lower);
             }
@@ -172,14 +227,20 @@ impl Sample {
                 ("last_ack", false),
                 ("listen", false),
             ] {
-                let p = out.gauge(&format!("sockets.{name}"), "count", s.state(name) as f64, Lower);
+                let p = out.gauge(
+                    &format!("sockets.{name}"),
+                    "count",
+                    s.state(name) as f64,
+                    Lower,
+                );
                 if max {
                     p.max();
                 }
             }
         }
         if let Some(v) = self.process_close_wait {
-            out.gauge("sockets.process_close_wait", "count", v as f64, Lower).max();
+            out.gauge("sockets.process_close_wait", "count", v as f64, Lower)
+                .max();
         }
         if let Some(n) = &self.nfs {
             nfs_points(&mut out, n);
@@ -190,7 +251,8 @@ impl Sample {
             out.cumulative("process.user_s", "s", p.user_s, Lower);
             out.cumulative("process.sys_s", "s", p.sys_s, Lower);
             out.gauge("process.rss_kb", "kB", p.rss_kb, Lower).max();
-            out.gauge("process.threads", "count", p.threads, Lower).max();
+            out.gauge("process.threads", "count", p.threads, Lower)
+                .max();
             out.gauge("process.fds", "count", p.fds, Lower).max();
             out.gauge("process.procs", "count", p.procs, Lower).max();
             out.rate("process.vol_ctxt_per_s", "1/s", p.vol_ctxt_per_s, Lower);
@@ -229,14 +291,17 @@ fn disk_points(out: &mut Points, dev: &str, d: &DiskRates) {
     out.rate(&p("wkb_s"), "kB/s", d.wkb_s, Higher);
     out.rate(&p("rrqm_s"), "1/s", d.rrqm_s, Higher);
     out.rate(&p("wrqm_s"), "1/s", d.wrqm_s, Higher);
-    out.rate(&p("rrqm_pct"), "%", d.rrqm_pct, Higher).series_only();
-    out.rate(&p("wrqm_pct"), "%", d.wrqm_pct, Higher).series_only();
+    out.rate(&p("rrqm_pct"), "%", d.rrqm_pct, Higher)
+        .series_only();
+    out.rate(&p("wrqm_pct"), "%", d.wrqm_pct, Higher)
+        .series_only();
     out.rate(&p("areq_sz"), "kB", d.areq_sz, Higher);
     out.rate(&p("aqu_sz"), "count", d.aqu_sz, Lower).max();
     out.rate(&p("await"), "ms", d.r#await, Lower).max();
     out.rate(&p("r_await"), "ms", d.r_await, Lower);
     out.rate(&p("w_await"), "ms", d.w_await, Lower);
-    out.rate(&p("f_await"), "ms", d.f_await, Lower).series_only();
+    out.rate(&p("f_await"), "ms", d.f_await, Lower)
+        .series_only();
     out.rate(&p("util"), "%", d.util, Lower).max();
 }
 
@@ -244,8 +309,14 @@ fn nfs_points(out: &mut Points, n: &NfsRates) {
     if let Some(c) = &n.client {
         out.rate("nfs.client.calls_per_s", "1/s", c.calls_per_s, Higher);
         out.rate("nfs.client.retrans_per_s", "1/s", c.retrans_per_s, Lower);
-        out.rate("nfs.client.retrans_pct", "%", c.retrans_pct, Lower).max();
-        out.rate("nfs.client.authrefresh_per_s", "1/s", c.authrefresh_per_s, Lower);
+        out.rate("nfs.client.retrans_pct", "%", c.retrans_pct, Lower)
+            .max();
+        out.rate(
+            "nfs.client.authrefresh_per_s",
+            "1/s",
+            c.authrefresh_per_s,
+            Lower,
+        );
     }
     if let Some(s) = &n.server {
         out.rate("nfs.server.calls_per_s", "1/s", s.calls_per_s, Higher);
@@ -254,11 +325,31 @@ fn nfs_points(out: &mut Points, n: &NfsRates) {
             out.gauge("nfs.server.threads", "count", t, Higher);
         }
         let opt = [
-            ("nfs.server.packets_arrived_per_s", "1/s", s.packets_arrived_per_s, Higher),
-            ("nfs.server.sockets_enqueued_per_s", "1/s", s.sockets_enqueued_per_s, Lower),
+            (
+                "nfs.server.packets_arrived_per_s",
+                "1/s",
+                s.packets_arrived_per_s,
+                Higher,
+            ),
+            (
+                "nfs.server.sockets_enqueued_per_s",
+                "1/s",
+                s.sockets_enqueued_per_s,
+                Lower,
+            ),
             ("nfs.server.enqueued_pct", "%", s.enqueued_pct, Lower),
-            ("nfs.server.threads_woken_per_s", "1/s", s.threads_woken_per_s, Higher),
-            ("nfs.server.threads_timedout_per_s", "1/s", s.threads_timedout_per_s, Lower),
+            (
+                "nfs.server.threads_woken_per_s",
+                "1/s",
+                s.threads_woken_per_s,
+                Higher,
+            ),
+            (
+                "nfs.server.threads_timedout_per_s",
+                "1/s",
+                s.threads_timedout_per_s,
+                Lower,
+            ),
         ];
         for (name, unit, v, better) in opt {
             if let Some(v) = v {
@@ -318,7 +409,14 @@ pub struct Point {
 struct Points(Vec<Point>);
 
 impl Points {
-    fn push(&mut self, name: &str, unit: &'static str, value: f64, better: Better, kind: Kind) -> &mut Point {
+    fn push(
+        &mut self,
+        name: &str,
+        unit: &'static str,
+        value: f64,
+        better: Better,
+        kind: Kind,
+    ) -> &mut Point {
         self.0.push(Point {
             name: name.to_string(),
             unit,
@@ -349,5 +447,29 @@ impl Point {
     fn series_only(&mut self) -> &mut Point {
         self.summarize = false;
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busiest_disk_prefers_util_then_io_then_the_first() {
+        let d = |util: f64, r_s: f64| DiskRates {
+            util,
+            r_s,
+            ..Default::default()
+        };
+        let mut s = Sample {
+            disks: vec![("vda".into(), d(0.0, 0.0)), ("zram0".into(), d(0.0, 0.0))],
+            ..Default::default()
+        };
+        assert_eq!(s.busiest_disk().unwrap().0, "vda");
+        s.disks.push(("sdb".into(), d(0.0, 5.0)));
+        assert_eq!(s.busiest_disk().unwrap().0, "sdb");
+        s.disks.push(("sdc".into(), d(40.0, 1.0)));
+        assert_eq!(s.busiest_disk().unwrap().0, "sdc");
+        assert!(Sample::default().busiest_disk().is_none());
     }
 }

@@ -16,6 +16,17 @@ use crate::snapshot::{Notes, ReadSpec, Snapshot};
 /// (jiffies, diskstats milliseconds) make rates meaningless.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(50);
 
+/// Parses a sampling interval (`1s`, `250ms`, `1m30s`) and checks it is at least
+/// [`MIN_INTERVAL`]: the one rule for `[monitor] interval` and `perflab top --interval`.
+pub fn parse_interval(s: &str) -> Result<Duration, TelemetryError> {
+    let d = humantime::parse_duration(s.trim())
+        .map_err(|_| TelemetryError::BadInterval(s.to_string()))?;
+    if d < MIN_INTERVAL {
+        return Err(TelemetryError::IntervalTooShort(d));
+    }
+    Ok(d)
+}
+
 /// What a [`Sampler`] reads.
 #[derive(Debug, Clone)]
 pub struct SamplerSpec {
@@ -66,7 +77,11 @@ impl Sampler {
                 return Err(TelemetryError::NoSuchProcess(pid));
             }
         }
-        if spec.probes.iter().any(|p| matches!(p, Probe::Cpu | Probe::Sched)) {
+        if spec
+            .probes
+            .iter()
+            .any(|p| matches!(p, Probe::Cpu | Probe::Sched))
+        {
             // /proc itself missing is an error, not a warning per sample.
             let path = spec.proc_root.join("stat");
             std::fs::metadata(&path).map_err(|source| TelemetryError::Io {
@@ -152,5 +167,22 @@ pub fn clock_ticks() -> u64 {
         t as u64
     } else {
         100
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals() {
+        assert_eq!(parse_interval("1s").unwrap(), Duration::from_secs(1));
+        assert_eq!(parse_interval(" 50ms").unwrap(), Duration::from_millis(50));
+        assert_eq!(parse_interval("1m30s").unwrap(), Duration::from_secs(90));
+        let e = parse_interval("10ms").unwrap_err();
+        assert!(e.to_string().contains("shortest is 50ms"), "{e}");
+        let e = parse_interval("fast").unwrap_err();
+        assert!(e.to_string().contains("invalid interval `fast`"), "{e}");
+        assert!(parse_interval("1").is_err());
     }
 }

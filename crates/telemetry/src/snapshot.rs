@@ -1,7 +1,7 @@
 //! One read of every file the chosen probes need, at one instant.
 //!
-//! This is the only module that touches the file system (besides the fd walk it calls
-//! in [`crate::sockets`]'s terms). Everything is read relative to a root directory —
+//! This is the only module that touches the file system (and, for the live system's
+//! TCP sockets, netlink: see [`crate::sock_diag`]). Everything is read relative to a root directory —
 //! `/proc` in production, a fixture directory laid out like /proc in tests — so the whole
 //! path from files to figures runs on committed snapshots.
 //!
@@ -22,6 +22,7 @@ use crate::net::{self, NetCounters};
 use crate::nfs::{self, NfsCounters};
 use crate::probe::Probe;
 use crate::process::{self, ProcSnapshot};
+use crate::sock_diag;
 use crate::sockets::{self, SocketCounts};
 
 /// Problems met while sampling, each reported once.
@@ -190,7 +191,13 @@ impl Snapshot {
             let n = NfsCounters {
                 client: optional(root, "net/rpc/nfs", Probe::Nfs, nfs::parse_rpc_nfs, notes),
                 server: optional(root, "net/rpc/nfsd", Probe::Nfs, nfs::parse_rpc_nfsd, notes),
-                pools: optional(root, "fs/nfsd/pool_stats", Probe::Nfs, nfs::parse_pool_stats, notes),
+                pools: optional(
+                    root,
+                    "fs/nfsd/pool_stats",
+                    Probe::Nfs,
+                    nfs::parse_pool_stats,
+                    notes,
+                ),
             };
             s.nfs = Some(n);
         }
@@ -199,8 +206,18 @@ impl Snapshot {
 }
 
 fn read_net(root: &Path, notes: &mut Notes) -> Option<NetCounters> {
-    let mut snmp = required(root, "net/snmp", |t| net::parse_snmp("/proc/net/snmp", t), notes)?;
-    if let Some(ext) = required(root, "net/netstat", |t| net::parse_snmp("/proc/net/netstat", t), notes) {
+    let mut snmp = required(
+        root,
+        "net/snmp",
+        |t| net::parse_snmp("/proc/net/snmp", t),
+        notes,
+    )?;
+    if let Some(ext) = required(
+        root,
+        "net/netstat",
+        |t| net::parse_snmp("/proc/net/netstat", t),
+        notes,
+    ) {
         snmp.extend(ext);
     }
     Some(NetCounters {
@@ -211,16 +228,41 @@ fn read_net(root: &Path, notes: &mut Notes) -> Option<NetCounters> {
 }
 
 fn read_sockets(root: &Path, notes: &mut Notes) -> Option<SocketCounts> {
-    let v4 = required(root, "net/tcp", |t| sockets::parse_tcp("/proc/net/tcp", t), notes)?;
+    // The live system: one netlink dump instead of two walks of the TCP hash table.
+    if root == Path::new("/proc") {
+        match sock_diag::dump_tcp() {
+            Ok(all) => return Some(count_and_attribute(root, &all)),
+            Err(e) => notes.warn(
+                "sock_diag",
+                format!("sock_diag netlink dump failed ({e}); reading /proc/net/tcp instead"),
+            ),
+        }
+    }
+    let v4 = required(
+        root,
+        "net/tcp",
+        |t| sockets::parse_tcp("/proc/net/tcp", t),
+        notes,
+    )?;
     // No tcp6 when IPv6 is disabled.
-    let v6 = optional(root, "net/tcp6", Probe::Sockets, |t| sockets::parse_tcp("/proc/net/tcp6", t), notes);
+    let v6 = optional(
+        root,
+        "net/tcp6",
+        Probe::Sockets,
+        |t| sockets::parse_tcp("/proc/net/tcp6", t),
+        notes,
+    );
     let mut all = v4;
     all.extend(v6.unwrap_or_default());
-    let (mut counts, close_wait) = sockets::count_states(&all);
+    Some(count_and_attribute(root, &all))
+}
+
+fn count_and_attribute(root: &Path, all: &[sockets::TcpSocket]) -> SocketCounts {
+    let (mut counts, close_wait) = sockets::count_states(all);
     if !close_wait.is_empty() {
         sockets::attribute(&mut counts, &close_wait, socket_fds(root));
     }
-    Some(counts)
+    counts
 }
 
 /// Numeric entries of a directory (pids, tids, fds).
@@ -262,7 +304,10 @@ fn children(root: &Path, pid: i32) -> Option<Vec<i32>> {
     for tid in numeric_entries(&tasks) {
         if let Ok(t) = fs::read_to_string(tasks.join(tid.to_string()).join("children")) {
             any = true;
-            out.extend(t.split_ascii_whitespace().filter_map(|s| s.parse::<i32>().ok()));
+            out.extend(
+                t.split_ascii_whitespace()
+                    .filter_map(|s| s.parse::<i32>().ok()),
+            );
         }
     }
     any.then_some(out)
@@ -311,7 +356,10 @@ fn proc_snapshot(root: &Path, s: process::PidStat) -> ProcSnapshot {
             .and_then(|t| process::parse_pid_status(&t).ok())
     };
     let main = status(&dir.join("status")).unwrap_or_default();
-    let (mut vol, mut invol) = (main.voluntary_ctxt_switches, main.nonvoluntary_ctxt_switches);
+    let (mut vol, mut invol) = (
+        main.voluntary_ctxt_switches,
+        main.nonvoluntary_ctxt_switches,
+    );
     if s.num_threads > 1 {
         // /proc/PID/status counts the main thread only: add up all threads.
         let tasks = dir.join("task");
@@ -321,10 +369,15 @@ fn proc_snapshot(root: &Path, s: process::PidStat) -> ProcSnapshot {
             .collect();
         if !per_thread.is_empty() {
             vol = per_thread.iter().map(|t| t.voluntary_ctxt_switches).sum();
-            invol = per_thread.iter().map(|t| t.nonvoluntary_ctxt_switches).sum();
+            invol = per_thread
+                .iter()
+                .map(|t| t.nonvoluntary_ctxt_switches)
+                .sum();
         }
     }
-    let fds = fs::read_dir(dir.join("fd")).ok().map(|rd| rd.count() as u64);
+    let fds = fs::read_dir(dir.join("fd"))
+        .ok()
+        .map(|rd| rd.count() as u64);
     ProcSnapshot {
         pid: s.pid,
         ppid: s.ppid,

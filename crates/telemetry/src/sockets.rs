@@ -10,9 +10,9 @@
 //! are then counted in the state totals but not attributed. A socket shared by several
 //! processes (inherited across fork) is counted for each of them.
 //!
-//! Parsing the text tables is linear in the number of sockets (about 150 bytes a
-//! socket); netlink sock_diag would be cheaper on hosts with hundreds of thousands of
-//! connections, but needs no more than these files on the hosts perflab targets.
+//! On the live system the sockets come from one netlink dump ([`crate::sock_diag`]),
+//! much cheaper than these text tables; the tables are the fallback and what the
+//! fixtures test. Both give the same [`TcpSocket`] rows.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -58,7 +58,11 @@ pub fn parse_tcp(file: &str, text: &str) -> Result<Vec<TcpSocket>, ParseError> {
             continue;
         }
         if f.len() < 10 {
-            return Err(ParseError::new(file, Some(i + 1), format!("expected at least 10 columns, found {}", f.len())));
+            return Err(ParseError::new(
+                file,
+                Some(i + 1),
+                format!("expected at least 10 columns, found {}", f.len()),
+            ));
         }
         let bad = |what: &str| ParseError::new(file, Some(i + 1), what.to_string());
         let state = u8::from_str_radix(f[3], 16).map_err(|_| bad("bad state"))?;
@@ -133,7 +137,10 @@ pub fn count_states(sockets: &[TcpSocket]) -> (SocketCounts, HashSet<u64>) {
 
 /// The inode of a `/proc/PID/fd/N` link target if it is a socket: `socket:[12345]`.
 pub fn socket_inode(link: &str) -> Option<u64> {
-    link.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
+    link.strip_prefix("socket:[")?
+        .strip_suffix(']')?
+        .parse()
+        .ok()
 }
 
 /// Attributes CLOSE_WAIT inodes to the pids whose fds point at them.

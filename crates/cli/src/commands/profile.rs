@@ -1,0 +1,626 @@
+//! `perflab profile`: record with the real `perf` (system-wide, one process, or a
+//! command), reduce the samples with `perflab-profile` into the ipreduce-style report,
+//! optionally one routine's per-instruction view with its callers and callees, folded
+//! stacks and a flame graph; store the profile as a one-trial run of kind `profile`.
+//! `perflab profile report PERF_DATA|RUN` reduces an existing recording again.
+//!
+//! This file only turns flags into a `ProfileSpec` and `ReportOptions`, prints, and
+//! stores; recording and reduction live in the library, which experiments use too.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use anyhow::Context;
+use comfy_table::{Cell, CellAlignment, Table};
+use perflab_profile::{
+    CallGraph, CommandOutput, Event, Mode, Profile, ProfileError, ProfileSpec, Profiler, Report,
+    ReportOptions, RoutineView, Target,
+};
+use perflab_store::{
+    rfc3339, ArtifactData, MetricValue, NewRun, RunStatus, Store, TrialRecord, TrialStatus,
+};
+use serde_json::{json, Value};
+
+use crate::exit::{self, InvalidInput};
+use crate::format::STYLE;
+use crate::Global;
+
+const PROFILE_HELP: &str = "\
+Examples:
+  perflab profile -- ./server --port 8080          # a command, to its end
+  perflab profile -a -d 10s --threshold 0.5        # the whole system for 10 s
+  perflab profile -p 1234 -d 5s --mode k --flamegraph fg.svg --folded stacks.txt
+  perflab profile -F 999 --json -- ./hot > report.json
+  perflab profile report /tmp/perflab-profile-XXXX --routine hot_function
+  perflab profile report 12 --comm nginx           # a stored run (its perf.data)
+
+The event is `cycles` where the CPU has a PMU, else `cpu-clock` (virtual machines);
+the report says which. perf.data is kept (--output DIR, else a temp dir, printed).
+Needs `perf` (apt-get install linux-perf) and permission to use it (root, or
+sysctl kernel.perf_event_paranoid=1; -a needs -1 or CAP_PERFMON).
+
+Exit codes: 0 ok, 1 could not run (perf missing or not permitted), 2 bad input,
+            130 interrupted (what was recorded is still reported and stored).";
+
+/// Where the time goes: sample with `perf`, then report per image and function.
+#[derive(Debug, clap::Args)]
+#[command(after_help = PROFILE_HELP, args_conflicts_with_subcommands = true)]
+pub struct ProfileArgs {
+    #[command(subcommand)]
+    action: Option<Action>,
+
+    #[command(flatten)]
+    record: RecordArgs,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Action {
+    /// Reduce an existing recording: a perf.data (or its directory) or a stored run id.
+    Report(ReportArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct RecordArgs {
+    /// Profile the whole system (every CPU).
+    #[arg(short = 'a', long = "all-cpus", conflicts_with = "attach")]
+    all_cpus: bool,
+
+    /// Profile a running process and its threads (`--pid` filters the report instead).
+    #[arg(short = 'p', long = "attach", value_name = "PID")]
+    attach: Option<i32>,
+
+    /// Stop after this long (10s, 500ms, 1m); a command is stopped too.
+    #[arg(short = 'd', long, value_name = "DURATION")]
+    duration: Option<String>,
+
+    /// Samples per second per CPU.
+    #[arg(short = 'F', long, value_name = "HZ", default_value_t = 999,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    frequency: u32,
+
+    /// Record call graphs (the default; frame pointers).
+    #[arg(short = 'g', long, conflicts_with = "no_call_graph")]
+    call_graph: bool,
+
+    /// Do not record call graphs (no callers, callees or flame graph depth).
+    #[arg(long)]
+    no_call_graph: bool,
+
+    /// Sampling event: auto (cycles, else cpu-clock), cycles, cpu-clock.
+    #[arg(long, value_name = "EVENT", default_value = "auto")]
+    event: String,
+
+    /// Keep perf.data in this directory [default: a new temp directory].
+    #[arg(long, value_name = "DIR")]
+    output: Option<PathBuf>,
+
+    /// The profiled command's stdout and stderr go to FILE [default: with --json,
+    /// its stdout goes to stderr].
+    #[arg(long, value_name = "FILE")]
+    command_output: Option<PathBuf>,
+
+    #[command(flatten)]
+    view: ViewArgs,
+
+    /// The command to profile, after `--`.
+    #[arg(last = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
+struct ReportArgs {
+    /// A perf.data file, a directory holding one, or a stored run id.
+    #[arg(value_name = "PERF_DATA|RUN")]
+    source: String,
+
+    #[command(flatten)]
+    view: ViewArgs,
+}
+
+#[derive(Debug, clap::Args)]
+struct ViewArgs {
+    /// Leave out images and functions under this percentage of the total.
+    #[arg(long, value_name = "PCT", default_value_t = 1.0)]
+    threshold: f64,
+
+    /// k (kernel), u (user) or ku (both).
+    #[arg(long, default_value = "ku")]
+    mode: String,
+
+    /// Count the idle task (pid 0) too.
+    #[arg(long)]
+    include_idle: bool,
+
+    /// Only samples of this command name.
+    #[arg(long, value_name = "COMM")]
+    comm: Option<String>,
+
+    /// Only samples of this process id.
+    #[arg(long, value_name = "PID")]
+    pid: Option<i32>,
+
+    /// Also show this routine: per-instruction shares (hottest marked), callers, callees.
+    #[arg(long, value_name = "NAME")]
+    routine: Option<String>,
+
+    /// Write folded stacks (FlameGraph, inferno, speedscope) to FILE.
+    #[arg(long, value_name = "FILE")]
+    folded: Option<PathBuf>,
+
+    /// Write a flame graph SVG to FILE.
+    #[arg(long, value_name = "FILE")]
+    flamegraph: Option<PathBuf>,
+
+    /// JSON on stdout (and nothing else there).
+    #[arg(long)]
+    json: bool,
+}
+
+/// A library error as the CLI's error: bad requests exit 2, the rest 1.
+fn lift(e: ProfileError) -> anyhow::Error {
+    if e.is_bad_input() {
+        InvalidInput(e.to_string()).into()
+    } else {
+        e.into()
+    }
+}
+
+impl ViewArgs {
+    fn options(&self) -> anyhow::Result<ReportOptions> {
+        let o = ReportOptions {
+            threshold: self.threshold,
+            mode: self.mode.parse::<Mode>().map_err(lift)?,
+            include_idle: self.include_idle,
+            comm: self.comm.clone(),
+            pid: self.pid,
+        };
+        o.validate().map_err(lift)?;
+        Ok(o)
+    }
+}
+
+pub fn run(g: &Global, a: &ProfileArgs) -> anyhow::Result<ExitCode> {
+    match &a.action {
+        Some(Action::Report(r)) => report(g, r),
+        None => record(g, &a.record),
+    }
+}
+
+fn say(g: &Global, s: &str) {
+    if !g.quiet {
+        eprintln!("{s}");
+    }
+}
+
+fn target_of(a: &RecordArgs) -> anyhow::Result<Target> {
+    let chosen = [a.all_cpus, a.attach.is_some(), !a.command.is_empty()]
+        .iter()
+        .filter(|x| **x)
+        .count();
+    if chosen != 1 {
+        return Err(InvalidInput(
+            "say what to profile: -a (whole system), -p PID, or -- CMD ARGS (exactly one)".into(),
+        )
+        .into());
+    }
+    Ok(if a.all_cpus {
+        Target::System
+    } else if let Some(p) = a.attach {
+        Target::Pid(p)
+    } else {
+        Target::Command(a.command.clone())
+    })
+}
+
+fn describe(t: &Target) -> String {
+    match t {
+        Target::System => "-a".into(),
+        Target::Pid(p) => format!("-p {p}"),
+        Target::Command(argv) => format!("-- {}", argv.join(" ")),
+    }
+}
+
+fn record(g: &Global, a: &RecordArgs) -> anyhow::Result<ExitCode> {
+    let target = target_of(a)?;
+    let opts = a.view.options()?;
+    let duration = a
+        .duration
+        .as_deref()
+        .map(|d| perflab_load::parse_duration("duration", d))
+        .transpose()
+        .map_err(|e| InvalidInput(e.to_string()))?;
+    let event: Event = a.event.parse().map_err(lift)?;
+    let command_output = match (&a.command_output, a.view.json) {
+        (Some(f), _) => CommandOutput::File(f.clone()),
+        (None, true) => CommandOutput::Stderr,
+        (None, false) => CommandOutput::Inherit,
+    };
+    let spec = ProfileSpec {
+        target: target.clone(),
+        frequency: a.frequency,
+        call_graph: !a.no_call_graph,
+        duration,
+        event,
+        output_dir: a.output.clone(),
+        command_output,
+    };
+    let flag = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
+    let started = std::time::SystemTime::now();
+    let clock = Instant::now();
+    let running = Profiler::start(&spec).map_err(lift)?;
+    let until = match (&target, duration) {
+        (Target::Command(_), None) => "until the command exits".to_string(),
+        (_, Some(d)) => format!("for {:.3} s", d.as_secs_f64()),
+        (_, None) => "until Ctrl-C".to_string(),
+    };
+    say(
+        g,
+        &format!(
+            "profile: recording {} at {} Hz {until} (perf.data in {})",
+            describe(&target),
+            a.frequency,
+            running.perf_data().display()
+        ),
+    );
+    let profile = running
+        .wait_or_stop(|| flag.load(Ordering::SeqCst))
+        .map_err(lift)?;
+    let interrupted = flag.load(Ordering::SeqCst);
+    let elapsed = clock.elapsed().as_secs_f64();
+    if let Some(note) = &profile.event_note {
+        say(g, &format!("profile: {note}"));
+    }
+    if let Some(code) = profile.command_status.filter(|c| *c != 0) {
+        eprintln!("warning: the profiled command exited with status {code}");
+    }
+    let report = profile.report(&opts);
+    let folded = profile.folded_with(&opts);
+    let svg = profile.flamegraph_svg_with(&opts).map_err(lift)?;
+    let run_id = store_profile(
+        g, a, &target, &profile, &report, &folded, &svg, started, elapsed,
+    )?;
+    say(g, &format!("profile: stored as run {run_id}"));
+    show(
+        g,
+        &profile,
+        &report,
+        &opts,
+        &a.view,
+        Some(run_id),
+        &folded,
+        &svg,
+    )?;
+    // Ctrl-C is the normal end of an open-ended -a or -p recording.
+    let open_ended = duration.is_none() && !matches!(target, Target::Command(_));
+    Ok(if interrupted && !open_ended {
+        ExitCode::from(exit::INTERRUPTED)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Writes the requested files and prints the report (and routine view).
+#[allow(clippy::too_many_arguments)]
+fn show(
+    g: &Global,
+    profile: &Profile,
+    report: &Report,
+    opts: &ReportOptions,
+    v: &ViewArgs,
+    run_id: Option<i64>,
+    folded: &str,
+    svg: &[u8],
+) -> anyhow::Result<()> {
+    if let Some(f) = &v.folded {
+        std::fs::write(f, folded).with_context(|| format!("cannot write {}", f.display()))?;
+        say(g, &format!("profile: folded stacks in {}", f.display()));
+    }
+    if let Some(f) = &v.flamegraph {
+        std::fs::write(f, svg).with_context(|| format!("cannot write {}", f.display()))?;
+        say(g, &format!("profile: flame graph in {}", f.display()));
+    }
+    let routine = match &v.routine {
+        Some(name) => {
+            let cg = profile.call_graph(name, opts);
+            if cg.total_samples == 0 {
+                return Err(lift(ProfileError::NoSuchRoutine(name.clone())));
+            }
+            // A routine seen only as a caller has no instructions of its own to show.
+            let rv = if cg.self_samples > 0 {
+                Some(profile.routine(name, opts).map_err(lift)?)
+            } else {
+                None
+            };
+            Some((rv, cg))
+        }
+        None => None,
+    };
+    if v.json {
+        let mut doc = serde_json::to_value(report)?;
+        let m = doc.as_object_mut().expect("a report is an object");
+        m.insert("event_note".into(), json!(profile.event_note));
+        m.insert("run_id".into(), json!(run_id));
+        m.insert("perf_data".into(), json!(profile.perf_data));
+        if let Some((rv, cg)) = &routine {
+            m.insert("routine".into(), serde_json::to_value(rv)?);
+            m.insert("call_graph".into(), serde_json::to_value(cg)?);
+        }
+        let mut out = std::io::stdout().lock();
+        serde_json::to_writer_pretty(&mut out, &doc)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    print_report(profile, report, opts);
+    if let Some((rv, cg)) = &routine {
+        println!();
+        match rv {
+            Some(rv) => print_routine(rv),
+            None => println!("{}: no samples inside it, only in its callees", cg.routine),
+        }
+        print_call_graph(cg);
+    }
+    Ok(())
+}
+
+fn print_report(profile: &Profile, r: &Report, o: &ReportOptions) {
+    let note = profile
+        .event_note
+        .as_deref()
+        .map(|n| format!(" ({n})").replace(" (no hardware PMU)", ", no hardware PMU"))
+        .unwrap_or_default();
+    let mut filters = vec![format!("mode {}", r.mode.as_str())];
+    if !o.include_idle {
+        filters.push("idle excluded".into());
+    }
+    if let Some(c) = &o.comm {
+        filters.push(format!("comm {c}"));
+    }
+    if let Some(p) = o.pid {
+        filters.push(format!("pid {p}"));
+    }
+    println!(
+        "event {}{note} · {} samples · {}",
+        r.event,
+        r.samples,
+        filters.join(" · ")
+    );
+    println!(
+        "kernel {:.1}% · user {:.1}%   (rows under {}% of the total left out)",
+        r.kernel_pct, r.user_pct, r.threshold
+    );
+    let mut t = Table::new();
+    t.load_style(STYLE);
+    t.set_header(vec!["image / function", "samples", "% image", "% total"]);
+    let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
+    for img in &r.images {
+        t.add_row(vec![
+            Cell::new(&img.name),
+            right(img.samples.to_string()),
+            right(String::new()),
+            right(format!("{:.1}%", img.pct_total)),
+        ]);
+        for f in &img.functions {
+            t.add_row(vec![
+                Cell::new(format!("  {}", f.name)),
+                right(f.samples.to_string()),
+                right(format!("{:.1}%", f.pct_image)),
+                right(format!("{:.1}%", f.pct_total)),
+            ]);
+        }
+    }
+    println!("{t}");
+    if r.samples == 0 {
+        println!("(no samples passed the filters)");
+    }
+}
+
+fn print_routine(v: &RoutineView) {
+    println!(
+        "{} in {} · {} samples · from {} · » marks the instructions holding half of them",
+        v.routine, v.image, v.samples, v.source
+    );
+    if let Some(n) = &v.note {
+        println!("note: {n}");
+    }
+    let mut t = Table::new();
+    t.load_style(STYLE);
+    let by_offset = v.source != "perf annotate";
+    t.set_header(vec![
+        "",
+        "% routine",
+        if by_offset { "offset" } else { "address" },
+        "instruction",
+        "source",
+    ]);
+    let mut last_source: Option<&str> = None;
+    for l in &v.lines {
+        // A source line is shown where it changes, not on every instruction.
+        let src = l.source_line.as_deref();
+        let shown = if src == last_source {
+            ""
+        } else {
+            src.unwrap_or("")
+        };
+        last_source = src;
+        t.add_row(vec![
+            Cell::new(if l.hot { "»" } else { "" }),
+            Cell::new(format!("{:.1}%", l.pct)).set_alignment(CellAlignment::Right),
+            Cell::new(format!(
+                "{}{:x}",
+                if by_offset { "+0x" } else { "" },
+                l.addr
+            )),
+            Cell::new(&l.asm),
+            Cell::new(shown),
+        ]);
+    }
+    println!("{t}");
+}
+
+fn print_call_graph(cg: &CallGraph) {
+    println!(
+        "{}: self {:.1}%, with callees {:.1}% of the samples",
+        cg.routine, cg.self_pct, cg.total_pct
+    );
+    let list = |title: &str, edges: &[perflab_profile::Edge]| {
+        if edges.is_empty() {
+            println!("{title}: (none recorded)");
+            return;
+        }
+        let parts: Vec<String> = edges
+            .iter()
+            .take(10)
+            .map(|e| format!("{} {:.1}%", e.name, e.pct))
+            .collect();
+        println!("{title}: {}", parts.join(", "));
+    };
+    list("callers", &cg.callers);
+    list("callees", &cg.callees);
+}
+
+/// One run of kind `profile`, one config, one trial: the report, folded stacks and
+/// flame graph as artifacts, the top functions' shares as `fn:<name>` metrics.
+#[allow(clippy::too_many_arguments)]
+fn store_profile(
+    g: &Global,
+    a: &RecordArgs,
+    target: &Target,
+    profile: &Profile,
+    report: &Report,
+    folded: &str,
+    svg: &[u8],
+    started: std::time::SystemTime,
+    elapsed: f64,
+) -> anyhow::Result<i64> {
+    if let Some(dir) = g.store.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let store = Store::open(&g.store)
+        .with_context(|| format!("cannot open the store {}", g.store.display()))?;
+    let host_id = store.upsert_host(&perflab_lab::env::host())?;
+    let target_kind = match target {
+        Target::System => "system",
+        Target::Pid(_) => "pid",
+        Target::Command(_) => "command",
+    };
+    let run_id = store.create_run(
+        &NewRun {
+            name: format!("profile {}", describe(target)),
+            kind: "profile".into(),
+            environment: json!({
+                "perf_data": profile.perf_data,
+                "event": profile.event,
+                "event_note": profile.event_note,
+                "frequency": a.frequency,
+                "call_graph": !a.no_call_graph,
+                "target": describe(target),
+                "command_status": profile.command_status,
+                "perf_version": perflab_profile::perf::find_perf().ok()
+                    .and_then(|p| perflab_profile::perf::version(&p)),
+            }),
+            ..Default::default()
+        },
+        host_id,
+    )?;
+    let mut params = perflab_store::Params::new();
+    params.insert("target".into(), json!(target_kind));
+    params.insert("event".into(), json!(profile.event));
+    let config_id = store.ensure_config(run_id, 0, &params)?;
+    let metrics = profile
+        .top_functions(10)
+        .into_iter()
+        .map(|(name, pct)| MetricValue::new(&format!("fn:{name}"), "%", pct, "lower"))
+        .collect();
+    store.record_trial(
+        run_id,
+        &TrialRecord {
+            config_id,
+            repetition: 1,
+            ordinal: 1,
+            started_at: rfc3339(started),
+            duration_s: elapsed,
+            status: TrialStatus::Ok,
+            error: None,
+            method: Some("perf".into()),
+            metrics,
+            histograms: vec![],
+            series: vec![],
+            artifacts: vec![
+                ArtifactData {
+                    name: "report.json".into(),
+                    media_type: "application/json".into(),
+                    content: serde_json::to_vec_pretty(report)?,
+                },
+                ArtifactData {
+                    name: "stacks.folded".into(),
+                    media_type: "text/plain".into(),
+                    content: folded.as_bytes().to_vec(),
+                },
+                ArtifactData {
+                    name: "flamegraph.svg".into(),
+                    media_type: "image/svg+xml".into(),
+                    content: svg.to_vec(),
+                },
+            ],
+        },
+    )?;
+    store.finish_run(run_id, RunStatus::Complete)?;
+    Ok(run_id)
+}
+
+/// `perflab profile report PERF_DATA|RUN`.
+fn report(g: &Global, a: &ReportArgs) -> anyhow::Result<ExitCode> {
+    let opts = a.view.options()?;
+    let path = Path::new(&a.source);
+    let data = if path.exists() {
+        path.to_path_buf()
+    } else if let Ok(id) = a.source.parse::<i64>() {
+        perf_data_of_run(g, id)?
+    } else {
+        return Err(InvalidInput(format!(
+            "{}: neither a perf.data path nor a run id",
+            a.source
+        ))
+        .into());
+    };
+    let profile = Profile::from_perf_data(&data).map_err(lift)?;
+    let report = profile.report(&opts);
+    let folded = profile.folded_with(&opts);
+    let svg = if a.view.flamegraph.is_some() {
+        profile.flamegraph_svg_with(&opts).map_err(lift)?
+    } else {
+        Vec::new()
+    };
+    show(g, &profile, &report, &opts, &a.view, None, &folded, &svg)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The perf.data a stored profile run was recorded into.
+fn perf_data_of_run(g: &Global, id: i64) -> anyhow::Result<PathBuf> {
+    if !g.store.exists() {
+        return Err(perflab_store::StoreError::Empty)
+            .with_context(|| format!("no store at {}", g.store.display()));
+    }
+    let store = Store::open(&g.store)
+        .with_context(|| format!("cannot open the store {}", g.store.display()))?;
+    let run = store.run(id)?;
+    if run.kind != "profile" {
+        return Err(InvalidInput(format!("run {id} is a {} run, not a profile", run.kind)).into());
+    }
+    let env: Value = store.run_environment(id)?;
+    let data = env["perf_data"]
+        .as_str()
+        .map(PathBuf::from)
+        .filter(|p| p.exists())
+        .ok_or_else(|| {
+            InvalidInput(format!(
+                "run {id}: its perf.data ({}) is gone; the stored report, folded stacks \
+                 and flame graph remain (perflab export {id})",
+                env["perf_data"].as_str().unwrap_or("not recorded")
+            ))
+        })?;
+    Ok(data)
+}
