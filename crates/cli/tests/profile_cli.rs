@@ -281,6 +281,40 @@ fn report_filters_on_the_fixture() {
 }
 
 #[test]
+fn missing_or_refused_perf_exits_1_with_the_fix() {
+    let lab = Lab::new();
+    let out = lab
+        .cmd()
+        .env("PERFLAB_PERF", lab.path("no-such-perf"))
+        .args(["profile", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("apt-get install linux-perf"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A perf that answers the way a kernel with perf_event_paranoid = 3 makes it.
+    let fake = lab.write(
+        "perf",
+        "#!/bin/sh\necho 'Error:' >&2\necho 'Access to performance monitoring and observability operations is limited.' >&2\nexit 255\n",
+    );
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = lab
+        .cmd()
+        .env("PERFLAB_PERF", &fake)
+        .args(["profile", "-a", "-d", "1s"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("not permitted"), "{err}");
+    assert!(err.contains("sysctl kernel.perf_event_paranoid=1"), "{err}");
+}
+
+#[test]
 fn bad_input_exits_2() {
     let lab = Lab::new();
     let f = fixture();

@@ -40,7 +40,7 @@ Examples:
 The event is `cycles` where the CPU has a PMU, else `cpu-clock` (virtual machines);
 the report says which. perf.data is kept (--output DIR, else a temp dir, printed).
 Needs `perf` (apt-get install linux-perf) and permission to use it (root, or
-sysctl kernel.perf_event_paranoid=1; -a needs -1 or CAP_PERFMON).
+sysctl kernel.perf_event_paranoid=1; -a needs 0 or lower, or CAP_PERFMON).
 
 Exit codes: 0 ok, 1 could not run (perf missing or not permitted), 2 bad input,
             130 interrupted (what was recorded is still reported and stored).";
@@ -369,7 +369,7 @@ fn print_report(profile: &Profile, r: &Report, o: &ReportOptions) {
     let note = profile
         .event_note
         .as_deref()
-        .map(|n| format!(" ({n})").replace(" (no hardware PMU)", ", no hardware PMU"))
+        .map(|n| format!(" ({n})"))
         .unwrap_or_default();
     let mut filters = vec![format!("mode {}", r.mode.as_str())];
     if !o.include_idle {
