@@ -52,6 +52,19 @@ pub struct MonitorConfig {
     pub probes: Vec<perflab_telemetry::Probe>,
 }
 
+/// `[profile]`: a sampling profile of chosen trials.
+#[derive(Debug, Clone)]
+pub struct ProfileConfig {
+    /// Profile the service under test (else the whole system).
+    pub service: bool,
+    /// Which repetitions of each config (empty: all).
+    pub repetitions: Vec<u32>,
+    pub frequency: u32,
+    pub call_graph: bool,
+    /// How many top functions become metrics.
+    pub top: usize,
+}
+
 /// How many repetitions: fixed, or added round by round until precise enough.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Repetitions {
@@ -171,6 +184,7 @@ pub struct Experiment {
     pub matrix: Vec<Param>,
     pub service: Option<ServiceSpec>,
     pub monitor: Option<MonitorConfig>,
+    pub profile: Option<ProfileConfig>,
     pub workload: WorkloadSpec,
 }
 
@@ -394,6 +408,10 @@ fn build<W>(
         .monitor
         .map(|m| monitor(loc, m, service.is_some()))
         .transpose()?;
+    let profile = raw
+        .profile
+        .map(|p| profile(loc, p, service.is_some()))
+        .transpose()?;
     let workload = workload(&c, raw.workload)?;
     if let Some(primary) = &e.primary {
         let named = workload.metric_names();
@@ -433,7 +451,73 @@ fn build<W>(
         matrix,
         service,
         monitor,
+        profile,
         workload,
+    })
+}
+
+fn profile(loc: &Locator, p: RawProfile, has_service: bool) -> Result<ProfileConfig, FileError> {
+    let service = match &p.target {
+        None => has_service,
+        Some(t) => match t.get_ref().as_str() {
+            "service" if has_service => true,
+            "service" => {
+                return Err(loc.at(
+                    t.span().start,
+                    "profile.target = \"service\" needs a [service]",
+                ))
+            }
+            "system" => false,
+            other => {
+                return Err(loc.at(
+                    t.span().start,
+                    format!("unknown profile.target {other:?}: expected \"service\" or \"system\""),
+                ))
+            }
+        },
+    };
+    let repetitions = match &p.repetitions {
+        None => vec![1],
+        Some(r) => match r.get_ref() {
+            toml::Value::String(s) if s == "all" => Vec::new(),
+            toml::Value::Integer(i) if *i >= 1 => vec![*i as u32],
+            toml::Value::Array(a)
+                if !a.is_empty() && a.iter().all(|v| v.as_integer().is_some_and(|i| i >= 1)) =>
+            {
+                a.iter()
+                    .filter_map(|v| v.as_integer())
+                    .map(|i| i as u32)
+                    .collect()
+            }
+            _ => {
+                return Err(loc.at(
+                    r.span().start,
+                    "profile.repetitions: expected a repetition number, a list of them, or \"all\"",
+                ))
+            }
+        },
+    };
+    let frequency = match &p.frequency {
+        None => 999,
+        Some(f) if (1..=100_000).contains(f.get_ref()) => *f.get_ref() as u32,
+        Some(f) => {
+            return Err(loc.at(
+                f.span().start,
+                "profile.frequency: expected 1 to 100000 samples/s",
+            ))
+        }
+    };
+    let top = match &p.top {
+        None => 10,
+        Some(t) if (1..=1000).contains(t.get_ref()) => *t.get_ref() as usize,
+        Some(t) => return Err(loc.at(t.span().start, "profile.top: expected 1 to 1000 functions")),
+    };
+    Ok(ProfileConfig {
+        service,
+        repetitions,
+        frequency,
+        call_graph: p.call_graph.unwrap_or(true),
+        top,
     })
 }
 

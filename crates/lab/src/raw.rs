@@ -21,7 +21,19 @@ pub struct RawFile<W> {
     pub service: Option<RawService>,
     #[serde(default)]
     pub monitor: Option<RawMonitor>,
+    #[serde(default)]
+    pub profile: Option<RawProfile>,
     pub workload: W,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawProfile {
+    pub target: Option<SStr>,
+    pub repetitions: Option<Spanned<toml::Value>>,
+    pub frequency: Option<Spanned<i64>>,
+    pub call_graph: Option<bool>,
+    pub top: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Deserialize)]

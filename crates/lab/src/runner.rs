@@ -248,6 +248,37 @@ fn add_recording(m: &mut Measurement, rec: perflab_telemetry::Recording) {
     }
 }
 
+/// Adds a profile to a trial: the report (JSON), folded stacks and flame graph as
+/// artifacts, and the top functions' shares of all samples as `fn:NAME` metrics.
+fn add_profile(m: &mut Measurement, p: &perflab_profile::Profile, top: usize) {
+    let report = p.report(&perflab_profile::ReportOptions::default());
+    m.artifacts.push(ArtifactData {
+        name: "profile.json".into(),
+        media_type: "application/json".into(),
+        content: serde_json::to_vec_pretty(&report).unwrap_or_default(),
+    });
+    m.artifacts.push(ArtifactData {
+        name: "stacks.folded".into(),
+        media_type: "text/plain".into(),
+        content: p.folded().into_bytes(),
+    });
+    if let Ok(svg) = p.flamegraph_svg() {
+        m.artifacts.push(ArtifactData {
+            name: "flamegraph.svg".into(),
+            media_type: "image/svg+xml".into(),
+            content: svg,
+        });
+    }
+    for (name, pct) in p.top_functions(top) {
+        m.metrics.push(perflab_store::MetricValue::new(
+            &format!("fn:{name}"),
+            "%",
+            pct,
+            "lower",
+        ));
+    }
+}
+
 /// This perflab binary, for `{perflab}` (so `perflab serve` can be the service under
 /// test even when perflab is not on the PATH, e.g. under `cargo run`).
 pub fn perflab_exe() -> String {
@@ -567,8 +598,10 @@ impl Runner<'_> {
             }
         }
         let monitor = self.start_monitor();
+        let profiler = self.start_profile(t);
         let result = self.workload(&vars);
         let recording = monitor.map(|m| m.stop());
+        let profile = profiler.map(|p| p.stop());
         let mut done = match result {
             Ok(m) => Done {
                 status: TrialStatus::Ok,
@@ -585,6 +618,17 @@ impl Runner<'_> {
         };
         if let Some(rec) = recording {
             add_recording(&mut done.m, rec);
+        }
+        match profile {
+            Some(Ok(p)) => add_profile(
+                &mut done.m,
+                &p,
+                self.exp.profile.as_ref().map_or(10, |c| c.top),
+            ),
+            Some(Err(e)) => self
+                .obs
+                .warn(&format!("profile of trial {} lost: {e}", t.ordinal)),
+            None => {}
         }
         if done.status != TrialStatus::Interrupted && !self.is_interrupted() {
             if let Some(s) = self.service.as_mut() {
@@ -622,6 +666,33 @@ impl Runner<'_> {
             Err(e) => {
                 self.obs
                     .warn(&format!("monitor not started for this trial: {e}"));
+                None
+            }
+        }
+    }
+
+    /// Starts `[profile]` recording when this trial is one of the chosen repetitions.
+    fn start_profile(&self, t: &PlannedTrial) -> Option<perflab_profile::Running> {
+        let cfg = self.exp.profile.as_ref()?;
+        if t.warmup || !(cfg.repetitions.is_empty() || cfg.repetitions.contains(&t.repetition)) {
+            return None;
+        }
+        let target = match (&self.service, cfg.service) {
+            (Some(s), true) => perflab_profile::Target::Pid(s.pid()),
+            _ => perflab_profile::Target::System,
+        };
+        let spec = perflab_profile::ProfileSpec {
+            target,
+            frequency: cfg.frequency,
+            call_graph: cfg.call_graph,
+            output_dir: Some(self.run_dir.join(format!("profile-t{}", t.ordinal))),
+            ..Default::default()
+        };
+        match perflab_profile::Profiler::start(&spec) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                self.obs
+                    .warn(&format!("profile not started for trial {}: {e}", t.ordinal));
                 None
             }
         }
