@@ -178,5 +178,5 @@ fn first_line_of(path: &Path, args: &[&str]) -> Option<String> {
 pub fn program_of(command: &str) -> Option<String> {
     shlex::split(command)?
         .into_iter()
-        .find(|w| !(w.contains('=') && !w.starts_with('=')))
+        .find(|w| !w.contains('=') || w.starts_with('='))
 }
