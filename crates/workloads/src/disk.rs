@@ -109,7 +109,7 @@ pub fn run(spec: &DiskSpec, ctl: &Control) -> Result<DiskReport, DiskError> {
 
 fn measure(spec: &DiskSpec, ctl: &Control, t: &target::Target) -> Result<DiskReport, DiskError> {
     let write = spec.mode.is_write();
-    let (bs, count, total) = (spec.bs.0, spec.ios(), spec.total_bytes());
+    let total = spec.total_bytes();
     let seed = engine::splitmix(
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -120,6 +120,57 @@ fn measure(spec: &DiskSpec, ctl: &Control, t: &target::Target) -> Result<DiskRep
     if !write && !t.block_device {
         lay_out(&t.path, total, spec.pattern, seed, ctl)?;
     }
+    let file = open_for_io(spec, t)?;
+    let mut resident_before = None;
+    if !write {
+        if !spec.cached {
+            target::drop_cache(&file).map_err(|e| {
+                DiskError::io(
+                    "cannot drop the file from the page cache (posix_fadvise)",
+                    e,
+                )
+            })?;
+        }
+        resident_before = target::resident_fraction(&file, total);
+    }
+    let plan = engine::IoPlan {
+        write,
+        random: spec.mode.is_random(),
+        bs: spec.bs.0 as usize,
+        count: spec.ios(),
+        pattern: spec.pattern,
+        threads: spec.iodepth as usize,
+        align: t.dio_align.unwrap_or(512).max(4096) as usize,
+        seed,
+    };
+    let dev = t.device.as_ref().map(|d| d.name.as_str());
+    let before = dev.and_then(iostat::read);
+    let start = Instant::now();
+    let mut out = engine::run(file.as_raw_fd(), &plan, ctl);
+    if write && spec.fdatasync_end && out.error.is_none() && !out.interrupted {
+        out.error = file.sync_data().err();
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let after = dev.and_then(iostat::read);
+    drop(file);
+    if out.interrupted || ctl.interrupted.load(Ordering::SeqCst) {
+        return Err(DiskError::Interrupted);
+    }
+    let problem = problem_of(spec, t, &mut out)?;
+    let iostat = match (before, after) {
+        (Some(b), Some(a)) => Some(iostat::delta(&b, &a, seconds)),
+        _ => None,
+    };
+    let mut r = assemble(spec, t, out, seconds, iostat, problem);
+    r.resident_before = resident_before;
+    r.warnings = report::warnings(spec, &r, t.device.is_some());
+    Ok(r)
+}
+
+/// Opens the target for the measured I/O with O_DIRECT / O_DSYNC as asked; a random
+/// write's file is sized first (sparse) so every block offset is inside it.
+fn open_for_io(spec: &DiskSpec, t: &target::Target) -> Result<std::fs::File, DiskError> {
+    let write = spec.mode.is_write();
     let mut flags = 0;
     if spec.direct {
         flags |= libc::O_DIRECT;
@@ -141,47 +192,24 @@ fn measure(spec: &DiskSpec, ctl: &Control, t: &target::Target) -> Result<DiskRep
             _ => DiskError::io(format!("cannot open {}", t.path.display()), e),
         })?;
     if spec.mode == Mode::Randwrite && !t.block_device {
-        file.set_len(total)
+        file.set_len(spec.total_bytes())
             .map_err(|e| DiskError::io(format!("cannot size {}", t.path.display()), e))?;
     }
-    let mut resident_before = None;
-    if !write {
-        if !spec.cached {
-            target::drop_cache(&file).map_err(|e| {
-                DiskError::io(
-                    "cannot drop the file from the page cache (posix_fadvise)",
-                    e,
-                )
-            })?;
-        }
-        resident_before = target::resident_fraction(&file, total);
-    }
-    let plan = engine::IoPlan {
-        write,
-        random: spec.mode.is_random(),
-        bs: bs as usize,
-        count,
-        pattern: spec.pattern,
-        threads: spec.iodepth as usize,
-        align: t.dio_align.unwrap_or(512).max(4096) as usize,
-        seed,
-    };
-    let dev = t.device.as_ref().map(|d| d.name.as_str());
-    let before = dev.and_then(iostat::read);
-    let start = Instant::now();
-    let out = engine::run(file.as_raw_fd(), &plan, ctl);
-    let mut error = out.error;
-    if write && spec.fdatasync_end && error.is_none() && !out.interrupted {
-        error = file.sync_data().err();
-    }
-    let seconds = start.elapsed().as_secs_f64();
-    let after = dev.and_then(iostat::read);
-    drop(file);
-    if out.interrupted || ctl.interrupted.load(Ordering::SeqCst) {
-        return Err(DiskError::Interrupted);
-    }
-    let enospc = error.as_ref().and_then(|e| e.raw_os_error()) == Some(libc::ENOSPC);
-    if let Some(e) = error.take_if(|_| out.ios == 0 && !enospc) {
+    Ok(file)
+}
+
+/// What stopped the run early, if anything. ENOSPC, or an error after some I/O, is a
+/// flagged partial result; an error on the very first I/O means it could not run.
+fn problem_of(
+    spec: &DiskSpec,
+    t: &target::Target,
+    out: &mut engine::IoOutcome,
+) -> Result<Option<String>, DiskError> {
+    let write = spec.mode.is_write();
+    let count = spec.ios();
+    let enospc = out.error.as_ref().and_then(|e| e.raw_os_error()) == Some(libc::ENOSPC);
+    let first = out.ios == 0 && !enospc;
+    if let Some(e) = out.error.take_if(|_| first) {
         let hint = if spec.direct && e.raw_os_error() == Some(libc::EINVAL) {
             " (O_DIRECT refused the I/O: the file system may need a larger alignment; try --bs 4k)"
         } else {
@@ -193,7 +221,7 @@ fn measure(spec: &DiskSpec, ctl: &Control, t: &target::Target) -> Result<DiskRep
             e,
         ));
     }
-    let problem = match error {
+    Ok(match &out.error {
         Some(_) if enospc => Some(format!(
             "no space left on device after {} bytes ({} of {count} I/Os)",
             out.bytes, out.ios
@@ -209,19 +237,31 @@ fn measure(spec: &DiskSpec, ctl: &Control, t: &target::Target) -> Result<DiskRep
             out.ios
         )),
         None => None,
-    };
-    let iostat = match (before, after) {
-        (Some(b), Some(a)) => Some(iostat::delta(&b, &a, seconds)),
-        _ => None,
-    };
+    })
+}
+
+/// The report of a finished (possibly partial) run, warnings not yet added.
+fn assemble(
+    spec: &DiskSpec,
+    t: &target::Target,
+    out: engine::IoOutcome,
+    seconds: f64,
+    iostat: Option<iostat::Iostat>,
+    problem: Option<String>,
+) -> DiskReport {
+    let bs = spec.bs.0;
     let threads = spec.iodepth;
-    let call = if write { "pwrite" } else { "pread" };
+    let call = if spec.mode.is_write() {
+        "pwrite"
+    } else {
+        "pread"
+    };
     let method = if threads == 1 {
         format!("{call}, 1 thread")
     } else {
         format!("{call} from a pool of {threads} threads, one I/O in flight each (no io_uring)")
     };
-    let mut r = DiskReport {
+    DiskReport {
         mode: spec.mode,
         bs,
         bytes: out.ios * bs,
@@ -233,7 +273,7 @@ fn measure(spec: &DiskSpec, ctl: &Control, t: &target::Target) -> Result<DiskRep
         iostat,
         warnings: Vec::new(),
         ios: out.ios,
-        ios_planned: count,
+        ios_planned: spec.ios(),
         path: t.path.display().to_string(),
         partition: t.device.as_ref().and_then(|d| d.partition.clone()),
         file_system: t.fs_type.clone(),
@@ -244,13 +284,11 @@ fn measure(spec: &DiskSpec, ctl: &Control, t: &target::Target) -> Result<DiskRep
         cached: spec.cached,
         iodepth: spec.iodepth,
         method,
-        resident_before,
+        resident_before: None,
         partial: problem.is_some(),
         problem,
         histogram: out.histogram,
-    };
-    r.warnings = report::warnings(spec, &r, t.device.is_some());
-    Ok(r)
+    }
 }
 
 /// Writes the file a read mode reads (buffered, 1 MiB at a time, then fdatasync),

@@ -179,7 +179,8 @@ pub fn warnings(spec: &DiskSpec, r: &DiskReport, has_device: bool) -> Vec<String
     if let Some(x) = &r.iostat {
         let moved = if write { x.written_bytes } else { x.read_bytes };
         let synced = !write || spec.direct || spec.dsync || spec.fdatasync_end;
-        if synced && !(!write && spec.cached) && r.bytes >= 1 << 20 {
+        let from_cache = !write && spec.cached;
+        if synced && !from_cache && r.bytes >= 1 << 20 {
             let ratio = moved as f64 / r.bytes as f64;
             if ratio > 1.5 {
                 w.push(format!(

@@ -129,6 +129,8 @@ impl ByteSize {
 
 impl fmt::Display for ByteSize {
     /// The shortest exact form: `16k`, `1M`, `1000`.
+    // `is_multiple_of` needs Rust 1.87; the workspace's rust-version is 1.80.
+    #[allow(clippy::manual_is_multiple_of)]
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let v = self.0;
         for (shift, suffix) in [(40, "T"), (30, "G"), (20, "M"), (10, "k")] {
@@ -297,6 +299,8 @@ impl DiskSpec {
 
     /// Checks everything that does not need the file system. Messages name the flag
     /// (`--bs`) and its experiment-file key is the same word with `_`.
+    // `is_multiple_of` needs Rust 1.87; the workspace's rust-version is 1.80.
+    #[allow(clippy::manual_is_multiple_of)]
     pub fn validate(&self) -> Result<(), DiskError> {
         let bad = |m: String| Err(DiskError::Invalid(m));
         if let Some(k) = &self.kind {

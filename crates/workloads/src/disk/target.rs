@@ -101,45 +101,11 @@ pub fn prepare(spec: &DiskSpec) -> Result<Target, DiskError> {
     if is_blk {
         return prepare_device(spec, meta.as_ref().map(|m| m.rdev()).unwrap_or(0));
     }
-    let file = match &meta {
-        Some(m) if m.is_dir() => path.join(format!(
-            "perflab-disk-{}-{}.tmp",
-            std::process::id(),
-            nanos()
-        )),
-        Some(m) if m.is_file() => {
-            return bad(format!(
-                "{} exists: perflab disk creates its own file and removes it afterwards, so it never overwrites one; give a new file name or a directory",
-                path.display()
-            ))
-        }
-        Some(_) => {
-            return bad(format!(
-                "{} is neither a directory, a new file name nor a block device",
-                path.display()
-            ))
-        }
-        None if path.as_os_str().as_encoded_bytes().ends_with(b"/") => {
-            return bad(format!(
-                "directory {} does not exist: PATH must be a directory or a new file in an existing directory",
-                path.display()
-            ))
-        }
-        None => {
-            let parent = match path.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-                _ => PathBuf::from("."),
-            };
-            if !parent.is_dir() {
-                return bad(format!(
-                    "directory {} does not exist: PATH must be a directory or a new file in an existing directory",
-                    parent.display()
-                ));
-            }
-            path.clone()
-        }
+    let file = file_to_create(path, meta.as_ref())?;
+    let dir = match file.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
     };
-    let dir = file.parent().unwrap_or(Path::new("."));
     let dir_dev = std::fs::metadata(dir)
         .map_err(|e| DiskError::io(format!("cannot inspect {}", dir.display()), e))?
         .dev();
@@ -212,6 +178,50 @@ pub fn prepare(spec: &DiskSpec) -> Result<Target, DiskError> {
     })
 }
 
+/// The file to create for PATH: a fresh name inside a directory, or PATH itself when
+/// it is a new name in an existing directory. An existing file is never reused.
+fn file_to_create(path: &Path, meta: Option<&std::fs::Metadata>) -> Result<PathBuf, DiskError> {
+    let bad = |m: String| Err(DiskError::Invalid(m));
+    Ok(match meta {
+        Some(m) if m.is_dir() => path.join(format!(
+            "perflab-disk-{}-{}.tmp",
+            std::process::id(),
+            nanos()
+        )),
+        Some(m) if m.is_file() => {
+            return bad(format!(
+                "{} exists: perflab disk creates its own file and removes it afterwards, so it never overwrites one; give a new file name or a directory",
+                path.display()
+            ))
+        }
+        Some(_) => {
+            return bad(format!(
+                "{} is neither a directory, a new file name nor a block device",
+                path.display()
+            ))
+        }
+        None if path.as_os_str().as_encoded_bytes().ends_with(b"/") => {
+            return bad(format!(
+                "directory {} does not exist: PATH must be a directory or a new file in an existing directory",
+                path.display()
+            ))
+        }
+        None => {
+            let parent = match path.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                _ => PathBuf::from("."),
+            };
+            if !parent.is_dir() {
+                return bad(format!(
+                    "directory {} does not exist: PATH must be a directory or a new file in an existing directory",
+                    parent.display()
+                ));
+            }
+            path.to_path_buf()
+        }
+    })
+}
+
 fn prepare_device(spec: &DiskSpec, rdev: u64) -> Result<Target, DiskError> {
     let path = &spec.path;
     let bad = |m: String| Err(DiskError::Invalid(m));
@@ -264,6 +274,8 @@ fn prepare_device(spec: &DiskSpec, rdev: u64) -> Result<Target, DiskError> {
     })
 }
 
+// `is_multiple_of` needs Rust 1.87; the workspace's rust-version is 1.80.
+#[allow(clippy::manual_is_multiple_of)]
 fn check_alignment(spec: &DiskSpec, align: u32, what: &str) -> Result<(), DiskError> {
     let a = u64::from(align.max(1));
     if spec.bs.0 % a != 0 {

@@ -39,8 +39,8 @@ pub fn render(r: &DiskReport) -> String {
         "  {:<11} {} × {} I/Os = {}, {}, pattern {}",
         "job",
         ByteSize(r.bs),
-        r.ios,
-        mib(r.bytes),
+        r.ios_planned,
+        mib(r.bs * r.ios_planned),
         flags.join(", "),
         r.pattern.as_str()
     );
@@ -110,11 +110,7 @@ pub fn render(r: &DiskReport) -> String {
         }
     }
     if let Some(p) = &r.problem {
-        let _ = writeln!(
-            s,
-            "PARTIAL: {p} — figures cover {} of {} I/Os",
-            r.ios, r.ios_planned
-        );
+        let _ = writeln!(s, "PARTIAL: {p}; the figures cover what was done");
     }
     for w in &r.warnings {
         let _ = writeln!(s, "warning: {w}");

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# perflab disk vs fio and dd: the same sequential write and read, bs 16k and 1M, with
+# O_DIRECT and buffered + fdatasync, alternating the tools round by round in one run.
+#
+# Prints each tool's median MB/s (10^6 bytes/s) per case, perflab's ratio to fio's
+# median, and the median of the per-round ratios (perflab and fio back to back).
+# Target: perflab/fio within ±5 % in every case. On a shared or host-cached virtual
+# disk run-to-run noise can exceed that: use more ROUNDS and a larger SIZE there.
+# dd writes zeros (if=/dev/zero); fio and perflab write incompressible data.
+#
+# What each tool runs (one file of SIZE in DIR, removed after each run):
+#   write, direct     fio --rw=write --direct=1          dd oflag=direct        perflab --direct
+#   write, buffered   fio --rw=write --end_fsync=1       dd conv=fdatasync      perflab --fdatasync-end
+#   read,  direct     fio --rw=read --direct=1           dd iflag=direct        perflab --mode read --direct
+#   read,  buffered   fio --rw=read (invalidate=1)       dd (cache dropped)     perflab --mode read
+# fio uses ioengine=psync, iodepth 1, fallocate=none (dd and perflab do not preallocate);
+# read files are laid out and dropped from the page cache before each timed read.
+#
+# Usage: bench/disk-vs-fio.sh [DIR] [SIZE] [ROUNDS]     (defaults: /var/tmp 256M 3)
+# Env:   NO_INSTALL=1 (skip apt-get), NO_BUILD=1 (use the perflab already built in
+#        $CARGO_TARGET_DIR/release), PERFLAB=path (use that binary), CASES="16k 1M"
+set -euo pipefail
+
+DIR=${1:-/var/tmp}
+SIZE=${2:-256M}
+ROUNDS=${3:-3}
+BSS=${CASES:-"16k 1M"}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+
+need() { command -v "$1" >/dev/null 2>&1; }
+if [[ -z "${NO_INSTALL:-}" ]]; then
+  missing=()
+  need fio || missing+=(fio)
+  need jq || missing+=(jq)
+  if ((${#missing[@]})); then
+    echo "installing: ${missing[*]}" >&2
+    SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+fi
+need fio || { echo "fio is required (apt-get install fio)" >&2; exit 1; }
+need jq || { echo "jq is required (apt-get install jq)" >&2; exit 1; }
+
+if [[ -n "${PERFLAB:-}" ]]; then
+  PL=$PERFLAB
+else
+  if [[ -z "${NO_BUILD:-}" ]]; then
+    echo "building perflab (release)..." >&2
+    cargo build --release -q -p perflab-cli --manifest-path "$ROOT/Cargo.toml"
+  fi
+  PL=$CARGO_TARGET_DIR/release/perflab
+fi
+[[ -x $PL ]] || { echo "no perflab binary at $PL" >&2; exit 1; }
+[[ -d $DIR ]] || { echo "no directory $DIR" >&2; exit 2; }
+
+# Bytes in SIZE (powers of 1024, as perflab reads it).
+bytes_of() {
+  local n=${1%[kKmMgG]} s=${1: -1}
+  case $s in k|K) echo $((n << 10));; m|M) echo $((n << 20));; g|G) echo $((n << 30));; *) echo "$1";; esac
+}
+TOTAL=$(bytes_of "$SIZE")
+WORK=$(mktemp -d)
+F="$DIR/disk-vs-fio.$$.dat"
+trap 'rm -f "$F"; rm -rf "$WORK"' EXIT
+export PERFLAB_STORE=$WORK/bench.db
+
+drop() { dd if="$F" iflag=nocache count=0 status=none; }
+layout() { # a file of TOTAL random bytes, on disk, out of the page cache
+  rm -f "$F"
+  head -c "$TOTAL" /dev/urandom >"$F"
+  sync "$F"
+  drop
+}
+dd_rate() { # dd's stderr → MB/s from its byte count and seconds
+  awk '/bytes/ && /copied/ { for (i = 1; i <= NF; i++) if ($i ~ /^s,?$/) s = $(i-1); printf "%.1f\n", $1 / s / 1e6 }'
+}
+
+# run TOOL OP VARIANT BS → prints MB/s
+run() {
+  local tool=$1 op=$2 var=$3 bs=$4 count
+  count=$((TOTAL / $(bytes_of "$bs")))
+  if [[ $op == read && $tool != perflab ]]; then layout; else rm -f "$F"; fi
+  case $tool in
+    fio)
+      local args=(--name=j --filename="$F" --bs="$bs" --size="$TOTAL" --ioengine=psync --iodepth=1
+                  --fallocate=none --output-format=json --randrepeat=0)
+      [[ $var == direct ]] && args+=(--direct=1)
+      if [[ $op == write ]]; then
+        args+=(--rw=write)
+        [[ $var == buffered ]] && args+=(--end_fsync=1)
+      else
+        args+=(--rw=read --invalidate=1)
+      fi
+      fio "${args[@]}" | jq -r ".jobs[0].$op.bw_bytes / 1e6 | . * 10 | round / 10"
+      ;;
+    dd)
+      if [[ $op == write ]]; then
+        local fl=conv=fdatasync; [[ $var == direct ]] && fl=oflag=direct
+        dd if=/dev/zero of="$F" bs="$bs" count="$count" $fl 2>&1 | dd_rate
+      else
+        local fl=; [[ $var == direct ]] && fl=iflag=direct
+        dd if="$F" of=/dev/null bs="$bs" count="$count" $fl 2>&1 | dd_rate
+      fi
+      ;;
+    perflab)
+      local args=(disk "$F" --bs "$bs" --size "$SIZE" --json -q)
+      [[ $var == direct ]] && args+=(--direct)
+      [[ $op == write && $var == buffered ]] && args+=(--fdatasync-end)
+      [[ $op == read ]] && args+=(--mode read)
+      "$PL" "${args[@]}" 2>/dev/null | jq -r '.mb_s * 10 | round / 10'
+      ;;
+  esac
+  rm -f "$F"
+}
+
+median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else printf "%.1f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+
+TOOLS=(fio dd perflab)
+echo "disk-vs-fio: $SIZE per run in $DIR ($(df -T "$DIR" | awk 'NR == 2 { print $2 " on " $1 }')), $ROUNDS rounds, tools alternating" >&2
+for r in $(seq 1 "$ROUNDS"); do
+  for bs in $BSS; do
+    for op in write read; do
+      for var in direct buffered; do
+        for i in 0 1 2; do
+          t=${TOOLS[$(((i + r) % 3))]}
+          v=$(run "$t" "$op" "$var" "$bs")
+          echo "$bs $op $var $t $v $r" >>"$WORK/results"
+          echo "  round $r: $bs $op $var $t $v MB/s" >&2
+        done
+      done
+    done
+  done
+done
+
+echo
+printf '%-5s %-5s %-18s %10s %10s %10s %12s %11s\n' bs op variant "fio MB/s" "dd MB/s" "perflab" "perflab/fio" "paired"
+worst=0
+for bs in $BSS; do
+  for op in write read; do
+    for var in direct buffered; do
+      declare -A med=()
+      for t in "${TOOLS[@]}"; do
+        med[$t]=$(awk -v b="$bs" -v o="$op" -v w="$var" -v t="$t" '$1 == b && $2 == o && $3 == w && $4 == t { print $5 }' "$WORK/results" | median)
+      done
+      ratio=$(awk -v p="${med[perflab]}" -v f="${med[fio]}" 'BEGIN { printf "%.3f", p / f }')
+      # Median over rounds of perflab/fio measured back to back in the same round:
+      # robust to the device's drift between rounds.
+      paired=$(awk -v b="$bs" -v o="$op" -v w="$var" '$1 == b && $2 == o && $3 == w { v[$6 " " $4] = $5; r[$6] = 1 }
+        END { for (k in r) if (v[k " fio"] > 0) printf "%.3f\n", v[k " perflab"] / v[k " fio"] }' "$WORK/results" | median)
+      verdict=$(awk -v r="$ratio" 'BEGIN { print (r >= 0.95 && r <= 1.05) ? "ok" : "OFF" }')
+      [[ $verdict == OFF ]] && worst=1
+      label=$var; [[ $var == buffered && $op == write ]] && label="buffered+fdatasync"
+      printf '%-5s %-5s %-18s %10s %10s %10s %12s %11s  %s\n' "$bs" "$op" "$label" "${med[fio]}" "${med[dd]}" "${med[perflab]}" "$ratio" "$paired" "$verdict"
+    done
+  done
+done
+echo "(medians of $ROUNDS rounds; paired = median of the per-round perflab/fio ratios; target: perflab/fio within ±5 %)"
+exit $worst
