@@ -165,3 +165,26 @@ fn a_process_probe_without_a_service_is_an_error() {
         stderr(&out)
     );
 }
+
+#[test]
+fn disk_workload_runs_in_experiments_and_checks_its_options() {
+    let lab = Lab::new();
+    let f = lab.write(
+        "e.toml",
+        "[experiment]\nrepetitions = 2\nwarmup = 0\nnoise_check = false\n[matrix]\nbs = [\"16k\", \"64k\"]\n[workload]\nkind = \"disk\"\npath = \"{run_dir}\"\nmode = \"write\"\nbs = \"{bs}\"\nsize = \"2M\"\nfdatasync_end = true\n",
+    );
+    let out = lab.run(&["run", f.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let show: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mbs = metric(&show, "bs", &serde_json::json!("64k"), "mb_s");
+    assert!(mbs["mean"].as_f64().unwrap() > 0.0);
+    assert_eq!(mbs["n"], 2);
+
+    let bad = lab.write(
+        "bad.toml",
+        "[experiment]\n[workload]\nkind = \"disk\"\npath = \"/tmp\"\nbs = \"0\"\n",
+    );
+    let out = lab.run(&["run", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("bad.toml:5:"), "{}", stderr(&out));
+}

@@ -139,10 +139,12 @@ pub enum WorkloadSpec {
     Http(toml::Table),
     /// `kind = "scimark"`: a `perflab_workloads::scimark::ScimarkSpec` table.
     Scimark(toml::Table),
+    /// `kind = "disk"`: a `perflab_workloads::disk::DiskSpec` table.
+    Disk(toml::Table),
 }
 
 /// Workload kinds, as written in files.
-pub const KINDS: &[&str] = &["command", "http", "scimark"];
+pub const KINDS: &[&str] = &["command", "http", "scimark", "disk"];
 
 impl WorkloadSpec {
     /// Named metrics this workload records (for `primary` and auto repetitions).
@@ -154,6 +156,9 @@ impl WorkloadSpec {
                 .map(|s| s.to_string())
                 .collect(),
             WorkloadSpec::Scimark(_) => vec!["composite_mflops".into()],
+            WorkloadSpec::Disk(_) => ["mb_s", "iops", "latency_p99_us"]
+                .map(String::from)
+                .to_vec(),
         }
     }
 }
@@ -217,7 +222,7 @@ impl Experiment {
                     Ok(WorkloadSpec::Command(command_spec(c, w)?))
                 })
             }
-            k @ ("http" | "scimark") => {
+            k @ ("http" | "scimark" | "disk") => {
                 let raw: RawFile<Spanned<toml::Table>> =
                     toml::from_str(text).map_err(|e| toml_error(&loc, &e))?;
                 build(&loc, raw, |c, w| crate::workload::table_spec(c, k, w))

@@ -301,7 +301,7 @@ fn programs_named(exp: &Experiment) -> Vec<String> {
     }
     match &exp.workload {
         WorkloadSpec::Command(c) => add(c.command.source()),
-        WorkloadSpec::Http(_) | WorkloadSpec::Scimark(_) => add("perflab"),
+        WorkloadSpec::Http(_) | WorkloadSpec::Scimark(_) | WorkloadSpec::Disk(_) => add("perflab"),
     }
     for t in [&exp.prepare, &exp.cleanup, &exp.setup, &exp.teardown]
         .into_iter()
@@ -739,6 +739,7 @@ impl Runner<'_> {
             }
             WorkloadSpec::Http(t) => crate::workload::run_http(t, vars, &self.context()),
             WorkloadSpec::Scimark(t) => crate::workload::run_scimark(t, vars, &self.context()),
+            WorkloadSpec::Disk(t) => crate::workload::run_disk(t, vars, &self.context()),
         }
     }
 

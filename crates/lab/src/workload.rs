@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use perflab_load::LoadSpec;
 use perflab_store::{HistogramData, MetricValue, SeriesData};
+use perflab_workloads::disk::DiskSpec;
 use perflab_workloads::scimark::ScimarkSpec;
 use perflab_workloads::{Measurement, TrialContext, Workload, WorkloadError};
 use toml::Spanned;
@@ -67,6 +68,7 @@ pub(crate) fn table_spec(
     let sample = render(&table, &c.sample);
     let check = match kind {
         "http" => to_load_spec(&sample).map(|_| ()),
+        "disk" => to_disk_spec(&sample).map(|_| ()),
         _ => to_scimark_spec(&sample).map(|_| ()),
     };
     if let Err(msg) = check {
@@ -75,7 +77,11 @@ pub(crate) fn table_spec(
             .split('`')
             .nth(1)
             .or_else(|| msg.split([' ', ':']).next())
-            .unwrap_or("");
+            .unwrap_or("")
+            // A CLI-flavoured message (`--bs 0`) names the TOML key `bs`.
+            .trim_start_matches('-')
+            .replace('-', "_");
+        let key = key.as_str();
         let at = [format!("\n{key} "), format!("\n{key}=")]
             .iter()
             .find_map(|k| region.find(k.as_str()).map(|i| span.start + i + 1))
@@ -85,6 +91,7 @@ pub(crate) fn table_spec(
     }
     Ok(match kind {
         "http" => WorkloadSpec::Http(table),
+        "disk" => WorkloadSpec::Disk(table),
         _ => WorkloadSpec::Scimark(table),
     })
 }
@@ -131,6 +138,24 @@ fn to_scimark_spec(t: &toml::Table) -> Result<ScimarkSpec, String> {
         .map_err(|e: toml::de::Error| e.message().to_string())?;
     spec.validate()?;
     Ok(spec)
+}
+
+fn to_disk_spec(t: &toml::Table) -> Result<DiskSpec, String> {
+    let spec: DiskSpec = toml::Value::Table(t.clone())
+        .try_into()
+        .map_err(|e: toml::de::Error| e.message().to_string())?;
+    spec.validate().map_err(|e| e.to_string())?;
+    Ok(spec)
+}
+
+/// One `kind = "disk"` trial.
+pub fn run_disk(
+    t: &toml::Table,
+    vars: &BTreeMap<String, String>,
+    ctx: &TrialContext,
+) -> Result<Measurement, WorkloadError> {
+    let spec = to_disk_spec(&render(t, vars)).map_err(WorkloadError::Setup)?;
+    spec.run(ctx)
 }
 
 /// One `kind = "scimark"` trial.

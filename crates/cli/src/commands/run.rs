@@ -161,6 +161,9 @@ fn print_comparisons(
                 .map(String::from)
                 .to_vec(),
             WorkloadSpec::Scimark(_) => ["composite_mflops"].map(String::from).to_vec(),
+            WorkloadSpec::Disk(_) => ["mb_s", "iops", "latency_p99_us"]
+                .map(String::from)
+                .to_vec(),
         }
     };
     let opts = perflab_stats::CompareOptions {
