@@ -125,20 +125,25 @@ pub fn compare(
         });
     }
     let ratio = mc / mb;
-    let (ratio_ci_low, ratio_ci_high, ci_method) =
-        match fieller_ratio_ci(baseline, candidate, opts.confidence) {
-            Some((lo, hi)) => (lo, hi, CiMethod::Fieller),
-            None => {
-                let (lo, hi) = bootstrap_ratio_ci(
-                    baseline,
-                    candidate,
-                    opts.confidence,
-                    BOOTSTRAP_RESAMPLES,
-                    DEFAULT_SEED,
-                );
-                (lo, hi, CiMethod::Bootstrap)
-            }
-        };
+    // Fieller's interval, unless it is unbounded — or reaches below zero although every
+    // value is positive (a ratio of two positive quantities cannot be negative; with a
+    // very noisy numerator Fieller's set still can), where the bootstrap answers.
+    let all_positive = baseline.iter().chain(candidate).all(|&x| x > 0.0);
+    let fieller = fieller_ratio_ci(baseline, candidate, opts.confidence)
+        .filter(|&(lo, _)| !(all_positive && lo <= 0.0));
+    let (ratio_ci_low, ratio_ci_high, ci_method) = match fieller {
+        Some((lo, hi)) => (lo, hi, CiMethod::Fieller),
+        None => {
+            let (lo, hi) = bootstrap_ratio_ci(
+                baseline,
+                candidate,
+                opts.confidence,
+                BOOTSTRAP_RESAMPLES,
+                DEFAULT_SEED,
+            );
+            (lo, hi, CiMethod::Bootstrap)
+        }
+    };
     let welch = welch_t_test(candidate, baseline)?;
     let mwu = mann_whitney_u(baseline, candidate)?;
     let lb = variance(baseline) / (baseline.len() as f64 * mb * mb);

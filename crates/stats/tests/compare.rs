@@ -183,3 +183,27 @@ fn normal_tail_at_zero_is_one_half_not_a_panic() {
     assert_eq!(perflab_stats::normal_sf(0.0), 0.5);
     assert_eq!(perflab_stats::normal_sf(-0.0), 0.5);
 }
+
+#[test]
+fn ratio_of_positive_values_never_gets_a_negative_bound() {
+    // Regression: a very noisy candidate (SciMark under load) gave Fieller [-0.078, 1.57].
+    let base = [2573.0 - 500.0, 2573.0, 2573.0 + 500.0];
+    let cand = [400.0, 1619.0, 2838.0];
+    let c = perflab_stats::compare(
+        &base,
+        &cand,
+        perflab_stats::Better::Higher,
+        &Default::default(),
+    )
+    .unwrap();
+    assert!(
+        c.ratio_ci_low > 0.0,
+        "{} .. {}",
+        c.ratio_ci_low,
+        c.ratio_ci_high
+    );
+    assert!(c.ratio_ci_low <= c.ratio && c.ratio <= c.ratio_ci_high);
+    assert!(matches!(c.ci_method, perflab_stats::CiMethod::Bootstrap), "Fieller reached below 0 here");
+    let f = perflab_stats::fieller_ratio_ci(&base, &cand, 0.95).unwrap();
+    assert!(f.0 < 0.0, "the data set must exercise the fallback: {f:?}");
+}
