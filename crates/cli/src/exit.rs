@@ -33,6 +33,10 @@ pub fn code_for(e: &anyhow::Error) -> ExitCode {
                 c.downcast_ref::<perflab_store::StoreError>(),
                 Some(perflab_store::StoreError::NoSuchRun(_))
             )
+            || matches!(
+                c.downcast_ref::<perflab_lab::runner::RunError>(),
+                Some(perflab_lab::runner::RunError::Refused(_))
+            )
     });
     ExitCode::from(if usage { USAGE } else { ERROR })
 }

@@ -25,6 +25,9 @@ metrics.v = { regex = 'v=(\d+)' }
 "#;
 
 fn ok_trials(lab: &Lab) -> u64 {
+    if !lab.store().exists() {
+        return 0;
+    }
     let Ok(store) = perflab_store::Store::open(lab.store()) else {
         return 0;
     };
@@ -101,5 +104,48 @@ fn resume_of_a_complete_run_runs_nothing_and_of_an_unknown_run_is_an_error() {
         stderr(&out).contains("no run with id 99"),
         "{}",
         stderr(&out)
+    );
+}
+
+#[test]
+fn resume_refuses_a_run_from_another_host() {
+    let lab = Lab::new();
+    let store = lab.open_store();
+    let other = perflab_store::HostInfo {
+        hostname: "some-other-machine".into(),
+        cores: Some(64),
+        ..Default::default()
+    };
+    let host = store.upsert_host(&other).unwrap();
+    let run = store
+        .create_run(
+            &perflab_store::NewRun {
+                name: "elsewhere".into(),
+                kind: "experiment".into(),
+                file_path: Some("e.toml".into()),
+                file_text: Some(
+                    "[experiment]\n[workload]\nkind = \"command\"\ncommand = \"true\"\n".into(),
+                ),
+                seed: Some(1),
+                ..Default::default()
+            },
+            host,
+        )
+        .unwrap();
+    store
+        .finish_run(run, perflab_store::RunStatus::Interrupted)
+        .unwrap();
+    drop(store);
+    let out = lab.run(&["run", "--resume", &run.to_string()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("some-other-machine"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        lab.open_store().trials(run).unwrap().len(),
+        0,
+        "nothing ran"
     );
 }

@@ -128,6 +128,27 @@ mod tests {
     }
 
     #[test]
+    fn many_processes_creating_one_store_at_once_all_succeed() {
+        // Regression: two openers both ran migration 1 and one failed ("table hosts
+        // already exists"), killing a run whose store a watcher had just created.
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("r.db");
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let p = p.clone();
+                std::thread::spawn(move || Store::open(&p).map(|_| ()))
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap().expect("every concurrent open succeeds");
+        }
+        assert_eq!(
+            Store::open(&p).unwrap().schema_version().unwrap(),
+            schema::CURRENT
+        );
+    }
+
+    #[test]
     fn a_store_from_a_newer_perflab_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("r.db");

@@ -111,10 +111,24 @@ pub(crate) fn migrate(conn: &Connection, path: &Path) -> Result<()> {
         });
     }
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
-        let tx = conn.unchecked_transaction()?;
-        tx.execute_batch(sql)?;
-        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
-        tx.commit()?;
+        // Two processes may open a new store at once (a run and a `show` in another
+        // terminal): take the write lock first, then look again at the version.
+        conn.execute_batch("BEGIN IMMEDIATE")?;
+        let step = (|| -> Result<()> {
+            if version(conn)? > i as i64 {
+                return Ok(());
+            }
+            conn.execute_batch(sql)?;
+            conn.pragma_update(None, "user_version", (i + 1) as i64)?;
+            Ok(())
+        })();
+        match step {
+            Ok(()) => conn.execute_batch("COMMIT")?,
+            Err(e) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                return Err(e);
+            }
+        }
     }
     Ok(())
 }
