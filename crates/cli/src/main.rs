@@ -59,6 +59,7 @@ enum Command {
     Scimark(commands::scimark::ScimarkArgs),
     Disk(commands::disk::DiskArgs),
     Top(commands::top::TopArgs),
+    Doctor(commands::doctor::DoctorArgs),
     Profile(commands::profile::ProfileArgs),
     Completions(commands::completions::CompletionsArgs),
 }
@@ -107,6 +108,7 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::Scimark(a) => commands::scimark::run(&g, a),
         Command::Disk(a) => commands::disk::run(&g, a),
         Command::Top(a) => commands::top::run(&g, a),
+        Command::Doctor(a) => commands::doctor::run(&g, a),
         Command::Profile(a) => commands::profile::run(&g, a),
         Command::Completions(a) => commands::completions::run(a),
     }

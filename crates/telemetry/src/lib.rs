@@ -112,6 +112,7 @@
 pub mod counter;
 pub mod cpu;
 pub mod disk;
+pub mod doctor;
 pub mod error;
 pub mod memory;
 pub mod monitor;

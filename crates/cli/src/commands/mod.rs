@@ -3,6 +3,7 @@
 pub mod compare;
 pub mod completions;
 pub mod disk;
+pub mod doctor;
 pub mod export;
 pub mod http;
 pub mod import;

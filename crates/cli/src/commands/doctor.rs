@@ -1,0 +1,327 @@
+//! `perflab doctor`: what is misconfigured or going wrong on this host, each finding
+//! with the numbers seen, why it matters and the exact fix.
+//!
+//! The rules live in `perflab_telemetry::doctor` (pure functions over two
+//! observations, tested on fixtures); this file only parses flags, takes the two
+//! observations `--watch` apart — polling the listeners' accept queues in between, so a
+//! queue that filled during the watch is seen — prints, and maps the worst severity to
+//! the exit status.
+
+use std::collections::HashMap;
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use perflab_telemetry::doctor::{
+    self, diag, diagnose, parse_watch, Context, Diagnosis, Finding, Observation, Severity, Source,
+};
+use perflab_telemetry::Notes;
+use serde_json::json;
+
+use crate::exit::{InvalidInput, CRITICAL, FAILURES, INTERRUPTED};
+
+const DOCTOR_HELP: &str = "\
+Examples:
+  perflab doctor                              static checks, then 5 s of counters
+  perflab doctor --pid 1234 --connections 10000 --watch 10s
+  perflab doctor --outgoing 30000 --watch 0   static checks only
+  perflab doctor --json > findings.json
+
+Static checks: nofile-limit, file-max, nr-open, somaxconn, listen-backlog, syn-backlog,
+netdev-backlog, port-range, ipfrag, swap, cpu-governor, close-wait (count).
+Over --watch: listen-overflows (names the port whose accept queue was full),
+softnet-drops, tcp-retransmits, reasm-fails, close-wait (held for the whole watch),
+nfs-retrans, nfsd-threads, softirq-cpu, thundering-herd, disk-saturated, swapping.
+Each rule, its threshold and its fix: docs/doctor.md#RULE-ID.
+
+Reads the network namespace it runs in (`ip netns exec NAME perflab doctor`) and
+what a container shows; what it cannot read is listed under \"not available\".
+Naming the owner of other users' sockets needs root.
+
+--json prints one object:
+  {\"schema_version\": 1, \"watch_s\", \"findings\": [{\"id\", \"severity\"
+   (info|warn|critical), \"evidence\", \"why\", \"fix\", \"doc\", \"pid\"?, \"program\"?,
+   \"port\"?}], \"not_available\": [{\"rule\", \"reason\"}]}
+  findings are sorted most severe first.
+
+Exit codes: 0 nothing or only info, 4 warnings, 5 something critical,
+            1 could not run (/proc unreadable), 2 bad flag or no such pid,
+            130 interrupted.";
+
+/// What is misconfigured or going wrong: sysctls, limits and counters, each finding
+/// with its evidence, why it matters and the exact fix.
+#[derive(Debug, clap::Args)]
+#[command(after_help = DOCTOR_HELP)]
+pub struct DoctorArgs {
+    /// The process to examine: its RLIMIT_NOFILE, open files and listeners.
+    #[arg(short = 'p', long, value_name = "PID")]
+    pub pid: Option<i32>,
+
+    /// Concurrent connections the service must take (checks file limits and queues).
+    #[arg(short = 'c', long, value_name = "N")]
+    pub connections: Option<u64>,
+
+    /// Concurrent outgoing connections to one destination (checks ip_local_port_range).
+    #[arg(long, value_name = "N")]
+    pub outgoing: Option<u64>,
+
+    /// How long to watch the counters: 5s, 500ms, 1m; 0 = static checks only.
+    #[arg(short = 'w', long, value_name = "DURATION", default_value = "5s")]
+    pub watch: String,
+
+    /// One JSON object instead of the report.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// How often the listeners' accept queues are read during the watch.
+const POLL: Duration = Duration::from_millis(200);
+
+pub fn run(g: &crate::Global, a: &DoctorArgs) -> anyhow::Result<ExitCode> {
+    let watch = parse_watch(&a.watch).map_err(|e| InvalidInput(format!("--watch: {e}")))?;
+    if let Some(pid) = a.pid {
+        if pid <= 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(InvalidInput(format!("--pid {pid}: no such process")).into());
+        }
+    }
+    std::fs::metadata("/proc/stat").context("cannot read /proc/stat: is /proc mounted?")?;
+    let stop = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
+    let ctx = Context {
+        pid: a.pid,
+        connections: a.connections,
+        outgoing: a.outgoing,
+        ..Context::live()
+    };
+    let src = Source::live(a.pid);
+    let mut notes = Notes::default();
+    let clock = Instant::now();
+    let before = Observation::read(&src, 0.0, &mut notes);
+    let after = if watch.is_zero() {
+        before.clone()
+    } else {
+        if !g.quiet && std::io::stderr().is_terminal() {
+            eprintln!(
+                "watching the counters for {} (Ctrl-C stops)…",
+                humanize(watch)
+            );
+        }
+        // Peak accept-queue length per listener (by inode), from the first reading on.
+        let mut peaks: HashMap<u64, diag::DiagSocket> = HashMap::new();
+        for l in before.sockets.iter().flat_map(|t| &t.listeners) {
+            peaks.insert(
+                l.inode,
+                diag::DiagSocket {
+                    state: diag::TCP_LISTEN,
+                    local_port: l.port,
+                    inode: l.inode,
+                    rqueue: l.queue,
+                    wqueue: l.backlog,
+                },
+            );
+        }
+        while clock.elapsed() < watch {
+            if stop.load(Ordering::SeqCst) {
+                return Ok(ExitCode::from(INTERRUPTED));
+            }
+            std::thread::sleep(POLL.min(watch.saturating_sub(clock.elapsed())));
+            if let Ok(rows) = diag::dump() {
+                for r in rows.into_iter().filter(|r| r.state == diag::TCP_LISTEN) {
+                    let e = peaks.entry(r.inode).or_insert(r);
+                    e.rqueue = e.rqueue.max(r.rqueue);
+                }
+            }
+        }
+        let mut after = Observation::read(&src, clock.elapsed().as_secs_f64(), &mut notes);
+        if let Some(t) = after.sockets.as_mut() {
+            let polled: Vec<_> = peaks.into_values().collect();
+            t.absorb(&polled);
+        }
+        after
+    };
+    if !g.quiet {
+        let mut seen = std::collections::BTreeSet::new();
+        for w in &notes.warnings {
+            if seen.insert(w) {
+                eprintln!("warning: {w}");
+            }
+        }
+    }
+    let d = diagnose(&before, &after, &ctx);
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        let v = json!({
+            "schema_version": 1,
+            "watch_s": (d.watch_s * 1000.0).round() / 1000.0,
+            "findings": d.findings,
+            "not_available": d.not_available,
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+    } else {
+        let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        write!(out, "{}", report(&d, colour))?;
+    }
+    out.flush()?;
+    Ok(ExitCode::from(match d.worst() {
+        Some(Severity::Critical) => CRITICAL,
+        Some(Severity::Warn) => FAILURES,
+        _ => 0,
+    }))
+}
+
+fn humanize(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s >= 1.0 {
+        format!("{s:.1} s")
+    } else {
+        format!("{:.0} ms", s * 1000.0)
+    }
+}
+
+/// Terminal width for wrapping (the report stays readable when pasted too).
+const WIDTH: usize = 100;
+
+/// Words of `text` wrapped to `width`, every line after the first indented by `indent`.
+fn wrap(text: &str, indent: usize, width: usize) -> String {
+    let mut out = String::new();
+    let mut col = indent;
+    for (i, w) in text.split_whitespace().enumerate() {
+        if i > 0 {
+            if col + 1 + w.chars().count() > width {
+                out.push('\n');
+                out.push_str(&" ".repeat(indent));
+                col = indent;
+            } else {
+                out.push(' ');
+                col += 1;
+            }
+        }
+        out.push_str(w);
+        col += w.chars().count();
+    }
+    out
+}
+
+fn label(s: Severity, colour: bool) -> String {
+    let (text, code) = match s {
+        Severity::Critical => ("CRITICAL", "1;31"),
+        Severity::Warn => ("WARN", "33"),
+        Severity::Info => ("INFO", "36"),
+    };
+    if colour {
+        format!("\x1b[{code}m{text:<8}\x1b[0m")
+    } else {
+        format!("{text:<8}")
+    }
+}
+
+fn finding(f: &Finding, colour: bool) -> String {
+    let mut head = format!("{} {}", label(f.severity, colour), f.id);
+    let mut about = Vec::new();
+    if let Some(p) = f.port {
+        about.push(format!("port {p}"));
+    }
+    match (f.pid, &f.program) {
+        (Some(pid), Some(prog)) => about.push(format!("pid {pid} ({prog})")),
+        (Some(pid), None) => about.push(format!("pid {pid}")),
+        _ => {}
+    }
+    if !about.is_empty() {
+        head.push_str(&format!(" — {}", about.join(", ")));
+    }
+    let field = |name: &str, text: &str| format!("  {name:<5} {}\n", wrap(text, 8, WIDTH));
+    // The fix stays on one line: it is meant to be copied and pasted.
+    format!(
+        "{head}\n{}{}  fix   {}\n{}",
+        field("seen", &f.evidence),
+        field("why", &f.why),
+        f.fix,
+        field("docs", &f.doc)
+    )
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The human report.
+fn report(d: &Diagnosis, colour: bool) -> String {
+    let checks = doctor::RULES
+        .iter()
+        .filter(|r| d.watch_s > 0.0 || r.kind == doctor::RuleKind::Static)
+        .count();
+    let scope = if d.watch_s > 0.0 {
+        format!("{checks} checks, counters over {:.1} s", d.watch_s)
+    } else {
+        format!("{checks} static checks")
+    };
+    let mut s = if d.findings.is_empty() {
+        format!("perflab doctor: {scope}; nothing found\n")
+    } else {
+        format!(
+            "perflab doctor: {scope}; {}, {}, {}\n",
+            plural(d.count(Severity::Critical), "critical", "critical"),
+            plural(d.count(Severity::Warn), "warning", "warnings"),
+            plural(d.count(Severity::Info), "note", "notes"),
+        )
+    };
+    for f in &d.findings {
+        s.push('\n');
+        s.push_str(&finding(f, colour));
+    }
+    if !d.not_available.is_empty() {
+        s.push_str("\nnot available here:\n");
+        let w = d
+            .not_available
+            .iter()
+            .map(|n| n.rule.len())
+            .max()
+            .unwrap_or(0);
+        for n in &d.not_available {
+            s.push_str(&format!(
+                "  {:<w$}  {}\n",
+                n.rule,
+                wrap(&n.reason, w + 4, WIDTH)
+            ));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wraps_with_indent() {
+        let w = wrap("aaa bbb ccc ddd", 2, 9);
+        assert_eq!(w, "aaa bbb\n  ccc ddd");
+    }
+
+    #[test]
+    fn report_lists_findings_and_what_is_missing() {
+        let d = Diagnosis {
+            watch_s: 2.0,
+            findings: vec![{
+                let mut f = Finding::new("close-wait", Severity::Warn, "seen", "why", "fix");
+                f.pid = Some(42);
+                f.program = Some("leaky".into());
+                f.port = Some(8080);
+                f
+            }],
+            not_available: vec![doctor::NotAvailable {
+                rule: "cpu-governor",
+                reason: "no cpufreq".into(),
+            }],
+        };
+        let r = report(&d, false);
+        assert!(r.contains("0 critical, 1 warning, 0 notes"), "{r}");
+        assert!(
+            r.contains("WARN     close-wait — port 8080, pid 42 (leaky)"),
+            "{r}"
+        );
+        assert!(r.contains("docs  docs/doctor.md#close-wait"), "{r}");
+        assert!(r.contains("cpu-governor  no cpufreq"), "{r}");
+    }
+}
