@@ -12,7 +12,8 @@
 //! Shape: a [`LoadSpec`] (flags or an experiment table) is validated and turned into
 //! pre-serialized requests (`request`); each *phase* (`engine`) runs one event loop per
 //! thread (`worker`) over non-blocking sockets on epoll, driven by a load model —
-//! closed loop (`closed`) or open loop with coordinated-omission correction (`open`).
+//! closed loop (`closed`) or open loop with coordinated-omission correction (`open`),
+//! whose schedule is kept by a nanosecond `timerfd` (`timer`).
 //! Ramps (`ramp`) and the knee search (`findmax`) are sequences of phases. Connections
 //! sit behind a trait (`conn`) so an HTTP/2 client can join the HTTP/1.1 one; their
 //! bytes travel over plain TCP or, for `https://`, over rustls (`transport`), set up
@@ -39,6 +40,7 @@ mod siege;
 mod slo;
 mod spec;
 pub mod text;
+mod timer;
 mod tls;
 mod transport;
 mod units;

@@ -6,6 +6,9 @@
 //! `--max-connections`; requests that still wait are queued and, if written more than
 //! [`LATE_AFTER`] after their intended time, counted as `late`. Queued requests older than
 //! the request timeout are dropped and counted as timeouts, which bounds the queue.
+//! The worker wakes for each intended send time on a nanosecond timer (`timer`), not on
+//! a millisecond poll timeout, so the generator's timer resolution does not show up as
+//! server latency.
 
 use crate::conn::{ConnState, Connection, ErrorKind};
 use crate::worker::Core;

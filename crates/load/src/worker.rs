@@ -4,6 +4,21 @@
 //! recorder, reconnect and timeout handling — and [`Worker`] runs the loop and lets the
 //! model ([`ClosedLoop`] or [`OpenLoop`]) decide when a request is sent. Generic over
 //! [`Connection`] so another protocol plugs in without touching the loop.
+//!
+//! Waiting: the loop sleeps in `Poll::poll`, whose timeout mio hands to `epoll_wait` in
+//! whole milliseconds, rounded up. That is fine for the coarse deadlines — the timeout
+//! and back-off scan every [`SCAN_EVERY`], the once-a-second tick, the start of
+//! recording and the end — none of which is measured against. It is not fine for the
+//! open loop's schedule: latency is measured from each request's intended send time,
+//! so every microsecond a send is late is charged to the server, and a rounded timeout
+//! sent requests up to ~1 ms late. So an open-loop worker also registers a
+//! [`SendTimer`] (a `timerfd` with an absolute, nanosecond deadline) armed for the next
+//! intended send, and leaves that deadline out of the poll timeout: the poll wakes
+//! when the request is due, within the kernel's wake-up latency (µs), without
+//! spinning. The other deadlines stay on the poll timeout rather than moving onto the
+//! timer, so the timer is re-armed only when the schedule moves on (once per request),
+//! not for every deadline, and the closed loop, which has no schedule, keeps no timer
+//! and runs exactly as before.
 
 use crate::closed::ClosedLoop;
 use crate::conn::{ConnState, Connection, ErrorKind, Progress, Sent};
@@ -12,6 +27,7 @@ use crate::open::OpenLoop;
 use crate::parse::Completed;
 use crate::record::{Msg, Recorder};
 use crate::request::Prepared;
+use crate::timer::SendTimer;
 use mio::{Events, Poll, Token};
 use std::io;
 use std::sync::mpsc::Sender;
@@ -22,6 +38,8 @@ use std::time::{Duration, Instant};
 const SCAN_EVERY: Duration = Duration::from_millis(10);
 /// Longest back-off between connect attempts after repeated connect failures.
 const MAX_BACKOFF: Duration = Duration::from_millis(100);
+/// The open loop's send timer's token (connections use their slot index).
+const TIMER: Token = Token(usize::MAX);
 
 /// What a worker is told to do.
 pub(crate) struct WorkerConfig {
@@ -204,6 +222,8 @@ impl<C: Connection> Core<C> {
 pub(crate) struct Worker<C> {
     core: Core<C>,
     model: Model,
+    /// The open loop's send timer (none in the closed loop).
+    timer: Option<SendTimer>,
     events: Events,
     ready: Vec<(usize, bool, bool, bool)>,
 }
@@ -214,9 +234,17 @@ impl<C: Connection> Worker<C> {
         let rec = Recorder::new(cfg.thread, cfg.tx.clone(), open, cfg.record_start);
         let rng =
             0x9E37_79B9_7F4A_7C15 ^ (cfg.thread as u64 + 1).wrapping_mul(0x2545_F491_4F6C_DD1D);
+        let poll = Poll::new()?;
+        let timer = if open {
+            let t = SendTimer::new()?;
+            t.register(poll.registry(), TIMER)?;
+            Some(t)
+        } else {
+            None
+        };
         Ok(Worker {
             core: Core {
-                poll: Poll::new()?,
+                poll,
                 slots: Vec::with_capacity(cfg.connections),
                 rec,
                 done: Vec::with_capacity(64),
@@ -227,6 +255,7 @@ impl<C: Connection> Worker<C> {
                 cfg,
             },
             model,
+            timer,
             events: Events::with_capacity(1024),
             ready: Vec::with_capacity(1024),
         })
@@ -262,6 +291,9 @@ impl<C: Connection> Worker<C> {
                 while let Some((i, kind)) = self.open_failure() {
                     self.fail(i, kind);
                 }
+                if let (Model::Open(ol), Some(t)) = (&self.model, &mut self.timer) {
+                    t.arm(ol.next_send())?;
+                }
             }
             let timeout = self.poll_timeout(now, next_scan);
             if let Err(e) = self.core.poll.poll(&mut self.events, Some(timeout)) {
@@ -272,6 +304,12 @@ impl<C: Connection> Worker<C> {
             }
             self.ready.clear();
             for ev in self.events.iter() {
+                if ev.token() == TIMER {
+                    if let Some(t) = &mut self.timer {
+                        t.fired();
+                    }
+                    continue;
+                }
                 let hangup = ev.is_read_closed() || ev.is_error();
                 let writable = ev.is_writable() || ev.is_error();
                 self.ready
@@ -301,6 +339,8 @@ impl<C: Connection> Worker<C> {
         }
     }
 
+    /// How long the poll may sleep: until the nearest coarse deadline. The open loop's
+    /// next send is not one of them: its [`SendTimer`] wakes the poll.
     fn poll_timeout(&self, now: Instant, next_scan: Instant) -> Duration {
         let c = &self.core;
         let mut deadline = next_scan;
@@ -312,9 +352,6 @@ impl<C: Connection> Worker<C> {
         } else {
             c.cfg.record_start
         });
-        if let Model::Open(ol) = &self.model {
-            deadline = deadline.min(ol.next_send());
-        }
         deadline.saturating_duration_since(now)
     }
 
