@@ -203,7 +203,10 @@ fn ratio_of_positive_values_never_gets_a_negative_bound() {
         c.ratio_ci_high
     );
     assert!(c.ratio_ci_low <= c.ratio && c.ratio <= c.ratio_ci_high);
-    assert!(matches!(c.ci_method, perflab_stats::CiMethod::Bootstrap), "Fieller reached below 0 here");
+    assert!(
+        matches!(c.ci_method, perflab_stats::CiMethod::Bootstrap),
+        "Fieller reached below 0 here"
+    );
     let f = perflab_stats::fieller_ratio_ci(&base, &cand, 0.95).unwrap();
     assert!(f.0 < 0.0, "the data set must exercise the fallback: {f:?}");
 }

@@ -333,7 +333,7 @@ fn check_verification(lang: &str, doc: &Value) -> Vec<String> {
     if doc["language"] != lang {
         err(format!("language field is {}", doc["language"]));
     }
-    if !doc["runtime"].as_str().is_some_and(|s| !s.is_empty()) {
+    if doc["runtime"].as_str().is_none_or(|s| s.is_empty()) {
         err("runtime field missing".into());
     }
     if doc["size"] != "default" {
@@ -390,7 +390,7 @@ fn check_timed(lang: &str, timed: &Value, verified: &Value) -> Vec<String> {
         if !mflops.is_some_and(|m| m.is_finite() && m > 0.0) {
             errs.push(format!("{lang}: {k} mflops {mflops:?}"));
         }
-        if !kernel["cycles"].as_u64().is_some_and(|c| c >= 1) {
+        if kernel["cycles"].as_u64().is_none_or(|c| c < 1) {
             errs.push(format!("{lang}: {k} cycles {}", kernel["cycles"]));
         }
         if !kernel["seconds"].as_f64().is_some_and(|s| s >= 0.05) {

@@ -92,7 +92,7 @@ pub fn run(g: &Global, a: &ScimarkArgs) -> anyhow::Result<ExitCode> {
             .into());
         }
     }
-    if !(a.min_time > 0.0) || a.repeat == 0 {
+    if a.min_time.is_nan() || a.min_time <= 0.0 || a.repeat == 0 {
         return Err(InvalidInput("--min-time must be > 0 and --repeat ≥ 1".into()).into());
     }
     let flag = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
