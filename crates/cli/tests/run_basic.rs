@@ -236,3 +236,39 @@ fn auto_repetitions_reject_sequential_order_and_bad_targets() {
         assert!(stderr(&out).contains(words), "{text}: {}", stderr(&out));
     }
 }
+
+#[test]
+fn the_noise_check_warns_above_its_threshold_and_stores_the_cv() {
+    let lab = Lab::new();
+    let f = lab.write(
+        "e.toml",
+        "[experiment]\nrepetitions = 1\nwarmup = 0\n[workload]\nkind = \"command\"\ncommand = \"true\"\n",
+    );
+    // A threshold of 0 makes any machine "noisy": the warning path runs.
+    let out = lab
+        .cmd()
+        .env("PERFLAB_NOISE_THRESHOLD", "0")
+        .args(["run", f.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("this machine is noisy right now"),
+        "{}",
+        stderr(&out)
+    );
+    let env = lab.open_store().run_environment(1).unwrap();
+    assert!(env["noise_cv"].as_f64().unwrap() >= 0.0, "{env}");
+    // Off when the file says so.
+    let f = lab.write(
+        "quiet.toml",
+        "[experiment]\nrepetitions = 1\nwarmup = 0\nnoise_check = false\n[workload]\nkind = \"command\"\ncommand = \"true\"\n",
+    );
+    let out = lab
+        .cmd()
+        .env("PERFLAB_NOISE_THRESHOLD", "0")
+        .args(["run", f.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!stderr(&out).contains("noisy"), "{}", stderr(&out));
+}

@@ -8,6 +8,16 @@ use std::time::Instant;
 /// CV above which the run is warned about.
 pub const THRESHOLD: f64 = 0.03;
 
+/// The threshold in force: [`THRESHOLD`], or `PERFLAB_NOISE_THRESHOLD` (a fraction,
+/// e.g. `0.05`) for machines known to be noisier.
+pub fn threshold() -> f64 {
+    std::env::var("PERFLAB_NOISE_THRESHOLD")
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .unwrap_or(THRESHOLD)
+}
+
 fn spin(iterations: u64) -> u64 {
     // xorshift64: cheap, branch-free, not optimisable away through black_box.
     let mut x = black_box(0x2545_F491_4F6C_DD1D_u64);

@@ -83,11 +83,12 @@ pub fn run(
     let configs = plan::configs(exp);
     let noise = if exp.noise_check && opts.resume.is_none() {
         let cv = crate::noise::measure();
-        if cv > crate::noise::THRESHOLD {
+        let limit = crate::noise::threshold();
+        if cv > limit {
             obs.warn(&format!(
                 "this machine is noisy right now: a fixed CPU loop varied by {:.1}% (CV) between runs (> {:.0}%); widen repetitions, pin CPUs (cpus = \"1\") or stop other work",
                 cv * 100.0,
-                crate::noise::THRESHOLD * 100.0
+                limit * 100.0
             ));
         }
         Some(cv)
