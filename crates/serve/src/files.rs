@@ -201,7 +201,7 @@ fn file(p: &Path, head: &Head<'_>, w: &Wire<'_>, out: &mut Vec<u8>) -> Reply {
     }
     let if_range_ok = head
         .if_range
-        .map_or(true, |v| v.trim() == etag || v.trim() == last_modified);
+        .is_none_or(|v| v.trim() == etag || v.trim() == last_modified);
     let range = match head.range {
         Some(r) if if_range_ok => parse_range(r, size),
         _ => Range::Full,
