@@ -61,6 +61,7 @@ enum Command {
     Top(commands::top::TopArgs),
     Doctor(commands::doctor::DoctorArgs),
     Profile(commands::profile::ProfileArgs),
+    Report(commands::report::ReportArgs),
     Completions(commands::completions::CompletionsArgs),
 }
 
@@ -110,6 +111,7 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::Top(a) => commands::top::run(&g, a),
         Command::Doctor(a) => commands::doctor::run(&g, a),
         Command::Profile(a) => commands::profile::run(&g, a),
+        Command::Report(a) => commands::report::run(&g, a),
         Command::Completions(a) => commands::completions::run(a),
     }
 }

@@ -8,6 +8,7 @@ pub mod export;
 pub mod http;
 pub mod import;
 pub mod profile;
+pub mod report;
 pub mod run;
 pub mod runs;
 pub mod scimark;
