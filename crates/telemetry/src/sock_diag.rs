@@ -10,8 +10,9 @@
 //!
 //! The wire format is small and fixed: a request of a `nlmsghdr` and a legacy
 //! `inet_diag_req` (family 0 = all families, all states), answered by `nlmsghdr` +
-//! `inet_diag_msg` records until `NLMSG_DONE`. Only the state, the local port and the
-//! inode are read. When netlink is unavailable (seccomp, very old kernels) the sampler
+//! `inet_diag_msg` records until `NLMSG_DONE`. The state, the local port, the inode and
+//! the two queue fields are read ([`DiagRecord`]; the doctor needs a listener's accept
+//! queue and backlog, the `sockets` probe only the rest). When netlink is unavailable (seccomp, very old kernels) the sampler
 //! falls back to the /proc text files, which stay the reference parsed in tests.
 
 use std::io;
@@ -47,20 +48,35 @@ fn check(r: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
-/// The request bytes: a dump of TCP sockets of every family and state.
-fn request(seq: u32) -> [u8; NLMSG_HDRLEN + REQ_LEN] {
+/// One socket as `inet_diag_msg` describes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DiagRecord {
+    pub state: u8,
+    pub local_port: u16,
+    pub inode: u64,
+    /// `idiag_rqueue`: a listener's accept-queue length (`ss` Recv-Q); else unread bytes.
+    pub rqueue: u64,
+    /// `idiag_wqueue`: a listener's backlog (`ss` Send-Q); else unsent bytes.
+    pub wqueue: u64,
+}
+
+/// Every state (bit N = TCP state N).
+pub const ALL_STATES: u32 = u32::MAX;
+
+/// The request bytes: a dump of TCP sockets of every family in the states of `mask`.
+fn request(seq: u32, mask: u32) -> [u8; NLMSG_HDRLEN + REQ_LEN] {
     let mut r = [0u8; NLMSG_HDRLEN + REQ_LEN];
     r[0..4].copy_from_slice(&((NLMSG_HDRLEN + REQ_LEN) as u32).to_ne_bytes());
     r[4..6].copy_from_slice(&TCPDIAG_GETSOCK.to_ne_bytes());
     r[6..8].copy_from_slice(&(NLM_F_REQUEST | NLM_F_DUMP).to_ne_bytes());
     r[8..12].copy_from_slice(&seq.to_ne_bytes());
-    // Family 0: IPv4 and IPv6 in one walk; id all zero; every state.
-    r[NLMSG_HDRLEN + 52..NLMSG_HDRLEN + 56].copy_from_slice(&u32::MAX.to_ne_bytes());
+    // Family 0: IPv4 and IPv6 in one walk; id all zero; the states asked for.
+    r[NLMSG_HDRLEN + 52..NLMSG_HDRLEN + 56].copy_from_slice(&mask.to_ne_bytes());
     r
 }
 
 /// Parses one datagram of the answer into `out`; `Ok(true)` once `NLMSG_DONE` is seen.
-pub fn parse_messages(buf: &[u8], out: &mut Vec<TcpSocket>) -> io::Result<bool> {
+pub fn parse_messages(buf: &[u8], out: &mut Vec<DiagRecord>) -> io::Result<bool> {
     let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, format!("sock_diag: {what}"));
     let mut off = 0;
     while off + NLMSG_HDRLEN <= buf.len() {
@@ -85,10 +101,12 @@ pub fn parse_messages(buf: &[u8], out: &mut Vec<TcpSocket>) -> io::Result<bool> 
                     return Err(bad("short inet_diag_msg"));
                 }
                 let m = off + NLMSG_HDRLEN;
-                out.push(TcpSocket {
+                out.push(DiagRecord {
                     state: buf[m + 1],
                     local_port: u16::from_be_bytes([buf[m + 4], buf[m + 5]]),
                     inode: u64::from(u32_at(m + 68)),
+                    rqueue: u64::from(u32_at(m + 56)),
+                    wqueue: u64::from(u32_at(m + 60)),
                 });
             }
         }
@@ -99,6 +117,18 @@ pub fn parse_messages(buf: &[u8], out: &mut Vec<TcpSocket>) -> io::Result<bool> 
 
 /// Every TCP socket of this network namespace, IPv4 and IPv6.
 pub fn dump_tcp() -> io::Result<Vec<TcpSocket>> {
+    Ok(dump(ALL_STATES)?
+        .into_iter()
+        .map(|r| TcpSocket {
+            state: r.state,
+            local_port: r.local_port,
+            inode: r.inode,
+        })
+        .collect())
+}
+
+/// The TCP sockets of this network namespace (IPv4 and IPv6) in the states of `mask`.
+pub fn dump(mask: u32) -> io::Result<Vec<DiagRecord>> {
     // SAFETY: plain socket(2); the descriptor is owned by `Fd`.
     let fd = Fd(check(unsafe {
         libc::socket(
@@ -125,7 +155,7 @@ pub fn dump_tcp() -> io::Result<Vec<TcpSocket>> {
     // SAFETY: an all-zero sockaddr_nl is valid; the kernel is address (pid 0).
     let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
     addr.nl_family = libc::AF_NETLINK as libc::sa_family_t;
-    let req = request(1);
+    let req = request(1, mask);
     // SAFETY: req and addr are valid for the lengths given.
     let sent = unsafe {
         libc::sendto(
@@ -159,6 +189,8 @@ pub fn dump_tcp() -> io::Result<Vec<TcpSocket>> {
             ));
         }
         if parse_messages(&buf[..n as usize], &mut out)? {
+            // Old kernels ignore the state filter of the legacy request: apply it here.
+            out.retain(|r| r.state < 32 && mask & (1 << r.state) != 0);
             return Ok(out);
         }
     }
@@ -187,16 +219,20 @@ mod tests {
         body[0] = 10; // AF_INET6
         body[1] = 8; // CLOSE_WAIT
         body[4..6].copy_from_slice(&8080u16.to_be_bytes());
+        body[56..60].copy_from_slice(&3u32.to_ne_bytes());
+        body[60..64].copy_from_slice(&64u32.to_ne_bytes());
         body[68..72].copy_from_slice(&4242u32.to_ne_bytes());
         let mut buf = msg(20, &body);
         let mut out = Vec::new();
         assert!(!parse_messages(&buf, &mut out).unwrap());
         assert_eq!(
             out,
-            [TcpSocket {
+            [DiagRecord {
                 state: 8,
                 local_port: 8080,
-                inode: 4242
+                inode: 4242,
+                rqueue: 3,
+                wqueue: 64,
             }]
         );
         buf.extend(msg(NLMSG_DONE, &[0; 4]));
