@@ -71,6 +71,29 @@ pub struct Global {
     pub quiet: bool,
 }
 
+impl Global {
+    /// The store, which must already exist (commands that only read it).
+    pub fn existing_store(&self) -> anyhow::Result<perflab_store::Store> {
+        use anyhow::Context;
+        if !self.store.exists() {
+            return Err(perflab_store::StoreError::Empty)
+                .with_context(|| format!("no store at {}", self.store.display()));
+        }
+        perflab_store::Store::open(&self.store)
+            .with_context(|| format!("cannot open the store {}", self.store.display()))
+    }
+
+    /// The store and the run id asked for, or the latest run.
+    pub fn store_and_run(&self, run: Option<i64>) -> anyhow::Result<(perflab_store::Store, i64)> {
+        let store = self.existing_store()?;
+        let id = match run {
+            Some(id) => id,
+            None => store.latest_run()?.id,
+        };
+        Ok((store, id))
+    }
+}
+
 /// `perflab runs | head` must end quietly, as Unix tools do, not with a panic. SIGPIPE
 /// stays ignored (the load generator and the server write to sockets that peers close),
 /// so a failed write to a closed stdout is recognised here and ends the process with

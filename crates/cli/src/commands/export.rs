@@ -51,16 +51,7 @@ enum Format {
 }
 
 pub fn run(g: &Global, a: &ExportArgs) -> anyhow::Result<ExitCode> {
-    if !g.store.exists() {
-        return Err(perflab_store::StoreError::Empty)
-            .with_context(|| format!("no store at {}", g.store.display()));
-    }
-    let store = Store::open(&g.store)
-        .with_context(|| format!("cannot open the store {}", g.store.display()))?;
-    let id = match a.run {
-        Some(id) => id,
-        None => store.latest_run()?.id,
-    };
+    let (store, id) = g.store_and_run(a.run)?;
     let text = match a.format {
         Format::Json => {
             let mut t = store.export_run(id)?.to_json()?;

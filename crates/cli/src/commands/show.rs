@@ -2,7 +2,6 @@
 
 use std::process::ExitCode;
 
-use anyhow::Context;
 use perflab_lab::summary::{summarize_run, RunSummary};
 use perflab_store::Store;
 use serde_json::{json, Value};
@@ -42,16 +41,7 @@ pub fn parse_confidence(s: &str) -> Result<f64, String> {
 }
 
 pub fn run(g: &Global, a: &ShowArgs) -> anyhow::Result<ExitCode> {
-    if !g.store.exists() {
-        return Err(perflab_store::StoreError::Empty)
-            .with_context(|| format!("no store at {}", g.store.display()));
-    }
-    let store = Store::open(&g.store)
-        .with_context(|| format!("cannot open the store {}", g.store.display()))?;
-    let id = match a.run {
-        Some(id) => id,
-        None => store.latest_run()?.id,
-    };
+    let (store, id) = g.store_and_run(a.run)?;
     let s = summarize_run(&store, id, a.confidence)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&json(&store, &s)?)?);
