@@ -12,6 +12,7 @@ declare -A PKG=(
   [gzip]=gzip [awk]=mawk [python3]=python3 [cc]=gcc [make]=make
   [javac]=default-jdk-headless [go]=golang-go [node]=nodejs
   [nginx]=nginx [wrk]=wrk [perf]=linux-perf
+  [chromium]=chromium
 )
 missing=()
 for prog in "${!PKG[@]}"; do

@@ -1,0 +1,74 @@
+//! perflab-report: turns a stored run (or two, compared) into one file a person can
+//! read offline — GitHub-flavoured Markdown for pull requests, or a single
+//! self-contained HTML page with inline CSS and hand-written SVG charts.
+//!
+//! Shaped as a library without CLI concerns: [`render_markdown`] and [`render_html`]
+//! take an open [`Store`], a run id and [`Options`] and return the document as a
+//! `String`; the caller decides where it goes. Everything is gathered once into a
+//! [`data::ReportData`] (one `export_run`, so failed trials, series, histograms and
+//! artifacts all come along) and each output format only lays it out. Charts are
+//! templated SVG, one module per chart kind under [`chart`]: a plotting crate would
+//! bring fonts and raster back-ends we do not need for a few axes, dots and lines.
+
+pub mod chart;
+pub mod compare;
+pub mod data;
+pub mod format;
+pub mod html;
+pub mod interaction;
+pub mod markdown;
+pub mod profile;
+
+use perflab_store::{RunId, Store, StoreError};
+
+pub use data::ReportData;
+
+/// Errors of the report.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("--baseline {0:?}: expected key=value[,key=value...], e.g. --baseline level=6")]
+    BadBaseline(String),
+    #[error("--baseline {given:?} matches no config of run {run}; its configs are: {configs}")]
+    NoSuchBaseline {
+        given: String,
+        run: RunId,
+        configs: String,
+    },
+}
+
+pub type Result<T> = std::result::Result<T, ReportError>;
+
+/// What to put in the report.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Confidence level of every interval, in (0, 1).
+    pub confidence: f64,
+    /// Compare with this config of the run (`key=value,...`) instead of the first.
+    pub baseline: Option<String>,
+    /// Compare the run with this other run (config by config) instead.
+    pub compare_run: Option<RunId>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            confidence: 0.95,
+            baseline: None,
+            compare_run: None,
+        }
+    }
+}
+
+/// The GitHub-flavoured Markdown report of `run`.
+pub fn render_markdown(store: &Store, run: RunId, opts: &Options) -> Result<String> {
+    let d = ReportData::load(store, run, opts)?;
+    Ok(markdown::render(&d))
+}
+
+/// The self-contained HTML report of `run` (one file: inline CSS and SVG).
+pub fn render_html(store: &Store, run: RunId, opts: &Options) -> Result<String> {
+    let d = ReportData::load(store, run, opts)?;
+    Ok(html::render(&d))
+}

@@ -1,0 +1,234 @@
+//! The GitHub-flavoured Markdown report: pipe tables only (they render on GitHub,
+//! in most blog engines and read fine as plain text), the experiment file folded in
+//! a `<details>` block, failed and interrupted trials listed with their errors.
+
+use std::fmt::Write;
+
+use crate::compare::Outcome;
+use crate::data::ReportData;
+use crate::format::{bytes, cv, duration, md_cell, mean_ci, num, p, ratio_ci, with_unit};
+
+/// The whole Markdown document.
+pub fn render(d: &ReportData) -> String {
+    let mut out = String::new();
+    header(&mut out, d);
+    results(&mut out, d);
+    comparison(&mut out, d);
+    interaction(&mut out, d);
+    problems(&mut out, d);
+    out
+}
+
+fn table(out: &mut String, head: &[&str], rows: &[Vec<String>]) {
+    let _ = writeln!(out, "| {} |", head.join(" | "));
+    let _ = writeln!(
+        out,
+        "|{}|",
+        head.iter().map(|_| "---").collect::<Vec<_>>().join("|")
+    );
+    for r in rows {
+        let _ = writeln!(out, "| {} |", r.join(" | "));
+    }
+    out.push('\n');
+}
+
+fn opt(s: &Option<String>) -> String {
+    md_cell(s.as_deref().unwrap_or("—"))
+}
+
+fn header(out: &mut String, d: &ReportData) {
+    let r = &d.export.run;
+    let h = &d.export.host;
+    let _ = writeln!(out, "# {}\n", md_cell(&r.name));
+    let count = |s: &str| d.trials_with(s).count();
+    table(
+        out,
+        &["run", "kind", "status", "started", "duration", "trials"],
+        &[vec![
+            r.id.to_string(),
+            md_cell(&r.kind),
+            md_cell(&r.status),
+            md_cell(&r.started_at),
+            d.duration_s().map(duration).unwrap_or_else(|| "—".into()),
+            format!(
+                "{} ok · {} failed · {} interrupted",
+                count("ok"),
+                count("failed"),
+                count("interrupted")
+            ),
+        ]],
+    );
+    out.push_str("## Host\n\n");
+    table(
+        out,
+        &["host", "CPU", "cores", "memory", "kernel", "governor"],
+        &[vec![
+            md_cell(&h.hostname),
+            opt(&h.cpu_model),
+            h.cores.map(|c| c.to_string()).unwrap_or_else(|| "—".into()),
+            h.memory_bytes.map(bytes).unwrap_or_else(|| "—".into()),
+            opt(&h.kernel),
+            opt(&h.governor),
+        ]],
+    );
+    if d.configs.iter().any(|c| c.label != c.params) {
+        let rows: Vec<Vec<String>> = d
+            .configs
+            .iter()
+            .map(|c| vec![md_cell(&c.label), md_cell(&c.params)])
+            .collect();
+        table(out, &["config", "parameters"], &rows);
+    }
+    if let Some(text) = &r.file_text {
+        let name = r.file_path.as_deref().unwrap_or("experiment file");
+        let fence = if text.contains("```") { "~~~~" } else { "```" };
+        let _ = writeln!(
+            out,
+            "<details><summary>{}</summary>\n\n{fence}toml\n{}\n{fence}\n\n</details>\n",
+            md_cell(name),
+            text.trim_end()
+        );
+    }
+}
+
+fn results(out: &mut String, d: &ReportData) {
+    let level = d.level();
+    let _ = writeln!(out, "## Results\n");
+    let mut rows = Vec::new();
+    for c in &d.configs {
+        for m in &c.metrics {
+            let Some(s) = &m.summary else { continue };
+            rows.push(vec![
+                md_cell(&c.label),
+                format!(
+                    "{} {}",
+                    md_cell(&m.name),
+                    if m.better == "higher" { "↑" } else { "↓" }
+                ),
+                md_cell(&mean_ci(s, &m.unit)),
+                s.n.to_string(),
+                cv(s),
+                md_cell(&with_unit(s.median, &m.unit)),
+            ]);
+        }
+    }
+    if rows.is_empty() {
+        out.push_str("No successful trial measured anything.\n\n");
+        return;
+    }
+    let mean_head = format!("mean ± {level} CI");
+    table(
+        out,
+        &["config", "metric", &mean_head, "n", "CV", "median"],
+        &rows,
+    );
+}
+
+fn comparison(out: &mut String, d: &ReportData) {
+    let Some(title) = &d.compare_title else {
+        return;
+    };
+    if d.comparisons.is_empty() {
+        return;
+    }
+    let level = d.level();
+    let _ = writeln!(out, "## Comparison ({})\n", md_cell(title));
+    let rows: Vec<Vec<String>> = d
+        .comparisons
+        .iter()
+        .map(|r| {
+            let (ratio, pv) = match &r.outcome {
+                Outcome::Compared(c) => (
+                    ratio_ci(c.ratio, c.ratio_ci_low, c.ratio_ci_high),
+                    p(c.p_welch),
+                ),
+                _ => ("—".into(), "—".into()),
+            };
+            let verdict = match r.class() {
+                "better" => format!("**{}**", r.verdict()),
+                "worse" => format!("**{}** ⚠", r.verdict()),
+                _ => md_cell(&r.verdict()),
+            };
+            vec![
+                md_cell(&r.candidate),
+                md_cell(&r.metric),
+                md_cell(&with_unit(r.baseline_mean, &r.unit)),
+                md_cell(&with_unit(r.candidate_mean, &r.unit)),
+                ratio,
+                pv,
+                verdict,
+            ]
+        })
+        .collect();
+    let ratio_head = format!("ratio [{level} CI]");
+    table(
+        out,
+        &[
+            "candidate",
+            "metric",
+            "baseline",
+            "candidate mean",
+            &ratio_head,
+            "p (Welch)",
+            "verdict",
+        ],
+        &rows,
+    );
+}
+
+fn interaction(out: &mut String, d: &ReportData) {
+    let rows = crate::interaction::rows(d);
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "## Ratio of ratios (interaction of the two factors)\n");
+    let ci_head = format!("ratio of ratios [{} CI]", d.level());
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let rr = ratio_ci(r.ratio_of_ratios, r.ci_low, r.ci_high);
+            vec![
+                md_cell(&r.metric),
+                md_cell(&r.effect),
+                md_cell(&r.across),
+                format!("{:.3} / {:.3}", r.ratio_at_b, r.ratio_at_b0),
+                if r.significant() {
+                    format!("**{rr}**")
+                } else {
+                    rr
+                },
+            ]
+        })
+        .collect();
+    table(
+        out,
+        &["metric", "effect", "across", "ratio / ratio", &ci_head],
+        &rows,
+    );
+}
+
+fn problems(out: &mut String, d: &ReportData) {
+    let bad: Vec<_> = d
+        .export
+        .trials
+        .iter()
+        .filter(|t| t.status != "ok")
+        .collect();
+    if bad.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "## Failed and interrupted trials\n");
+    let rows: Vec<Vec<String>> = bad
+        .iter()
+        .map(|t| {
+            vec![
+                t.ordinal.to_string(),
+                md_cell(d.config_label(t.config)),
+                md_cell(&t.status),
+                format!("{} s", num(t.duration_s)),
+                md_cell(t.error.as_deref().unwrap_or("(no error recorded)")),
+            ]
+        })
+        .collect();
+    table(out, &["trial", "config", "status", "after", "error"], &rows);
+}

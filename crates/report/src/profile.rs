@@ -1,0 +1,50 @@
+//! The profile section's data: top functions from a trial's `profile.json` artifact
+//! (the `perflab profile --json` document), read loosely so that a newer document
+//! with more fields still reads.
+
+use serde_json::Value;
+
+/// One function: (name, image, share of all samples in %).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopFunction {
+    pub name: String,
+    pub image: String,
+    pub pct_total: f64,
+}
+
+/// The `n` functions with the largest share of all samples, largest first.
+pub fn top_functions(profile_json: &[u8], n: usize) -> Vec<TopFunction> {
+    let Ok(doc) = serde_json::from_slice::<Value>(profile_json) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for img in doc["images"].as_array().into_iter().flatten() {
+        let image = img["name"].as_str().unwrap_or("?").to_string();
+        for f in img["functions"].as_array().into_iter().flatten() {
+            out.push(TopFunction {
+                name: f["name"].as_str().unwrap_or("?").to_string(),
+                image: image.clone(),
+                pct_total: f["pct_total"].as_f64().unwrap_or(0.0),
+            });
+        }
+    }
+    out.sort_by(|a, b| b.pct_total.total_cmp(&a.pct_total));
+    out.truncate(n);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_functions_are_sorted_across_images_and_bad_json_gives_none() {
+        let doc = br#"{"images":[{"name":"a","functions":[{"name":"f","pct_total":1.0}]},
+            {"name":"b","functions":[{"name":"g","pct_total":3.0},{"name":"h","pct_total":2.0}]}]}"#;
+        let top = top_functions(doc, 2);
+        let names: Vec<&str> = top.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["g", "h"]);
+        assert_eq!(top[0].image, "b");
+        assert!(top_functions(b"not json", 5).is_empty());
+    }
+}
