@@ -352,19 +352,24 @@ fn http_and_https_urls_in_one_run() {
     let pki = pki();
     let tls = TlsServer::start(&pki, ok("secure"));
     let plain = TestServer::start(|_| Reply::Send(ok("plain")));
+    // A duration, not a request count: with -n, the plain connection could finish every
+    // request before the TLS handshake does on a busy machine (seen in CI).
     let r = run(&LoadSpec {
         urls: vec![tls.url("/"), plain.url("/")],
         insecure: true,
+        requests: None,
+        duration: Some(std::time::Duration::from_millis(500)),
         ..spec(String::new(), 2, 100)
     })
     .unwrap();
-    assert_eq!(r.requests, 100, "{:?} {:?}", r.error_kinds, r.tls_failure);
+    assert!(r.requests > 0, "{:?} {:?}", r.error_kinds, r.tls_failure);
     assert_eq!(r.errors.total, 0);
     let (a, b) = (
         tls.requests.load(Ordering::SeqCst),
         plain.requests.load(Ordering::SeqCst),
     );
-    assert!(a > 0 && b > 0 && a + b == 100, "{a} + {b}");
+    assert!(a > 0 && b > 0, "{a} + {b}");
+    assert!(a + b >= r.requests, "{a} + {b} < {}", r.requests);
 }
 
 #[test]
