@@ -66,6 +66,7 @@ pub fn render(d: &ReportData) -> String {
     interaction(&mut o, d);
     scimark(&mut o, d);
     latency_section(&mut o, d);
+    knee(&mut o, d);
     telemetry(&mut o, d);
     profile(&mut o, d);
     problems(&mut o, d);
@@ -428,6 +429,28 @@ fn latency_section(o: &mut String, d: &ReportData) {
     o.push_str("</tbody></table>\n");
     o.push_str(&svg);
     o.push('\n');
+}
+
+/// The knee plot of the first trial whose HTTP report has ramp / find-max steps.
+fn knee(o: &mut String, d: &ReportData) {
+    let found = d
+        .export
+        .trials
+        .iter()
+        .filter(|t| t.status == "ok")
+        .find_map(|t| {
+            let a = t.artifacts.iter().find(|a| a.name == "http-report.json")?;
+            let (steps, max) = crate::chart::knee::from_report(&a.content)?;
+            Some((t, crate::chart::knee::chart(&steps, max)?))
+        });
+    if let Some((t, svg)) = found {
+        let _ = writeln!(
+            o,
+            "<h2>Where latency breaks</h2><p class=\"muted\">Load steps of trial {} ({}).</p>{svg}",
+            t.ordinal,
+            esc(d.config_label(t.config))
+        );
+    }
 }
 
 fn telemetry(o: &mut String, d: &ReportData) {

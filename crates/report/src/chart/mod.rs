@@ -9,6 +9,7 @@
 //! `axis-label` texts that name the quantity and its unit.
 
 pub mod dots;
+pub mod knee;
 pub mod latency;
 pub mod line;
 pub mod series;

@@ -1,0 +1,93 @@
+//! The knee plot of a `--ramp` or `--find-max` load run: p99 latency against the
+//! offered rate, one line through the steps that met the SLO and one through those
+//! that broke it, so where response time breaks (SPECweb's question) is visible.
+
+use super::line::{render, LinePlot};
+use super::{domain, labelled, nice_ticks};
+
+/// One load step: offered rate (req/s), p99 (ms), whether it met the SLO.
+#[derive(Debug, Clone, Copy)]
+pub struct Step {
+    pub target: f64,
+    pub p99_ms: f64,
+    pub passed: Option<bool>,
+}
+
+/// The SVG, or None with fewer than two steps.
+pub fn chart(steps: &[Step], max_rate: Option<f64>) -> Option<String> {
+    if steps.len() < 2 {
+        return None;
+    }
+    let mut steps = steps.to_vec();
+    steps.sort_by(|a, b| a.target.total_cmp(&b.target));
+    let x_range = domain(steps.iter().map(|s| s.target), true);
+    let y_range = domain(steps.iter().map(|s| s.p99_ms), true);
+    let line = |keep: fn(Option<bool>) -> bool| -> Vec<(f64, f64)> {
+        steps
+            .iter()
+            .filter(|s| keep(s.passed))
+            .map(|s| (s.target, s.p99_ms))
+            .collect()
+    };
+    let mut lines = Vec::new();
+    if steps.iter().any(|s| s.passed.is_some()) {
+        lines.push(("met the SLO".to_string(), line(|p| p == Some(true))));
+        lines.push(("broke the SLO".to_string(), line(|p| p == Some(false))));
+    } else {
+        lines.push(("p99".to_string(), line(|_| true)));
+    }
+    lines.retain(|(_, pts)| !pts.is_empty());
+    let title = match max_rate {
+        Some(m) => {
+            format!("p99 latency by offered rate (highest rate meeting the SLO: {m:.0} req/s)")
+        }
+        None => "p99 latency by offered rate".to_string(),
+    };
+    Some(render(&LinePlot {
+        title,
+        x_label: "offered rate (req/s)".into(),
+        y_label: "p99 latency (ms)".into(),
+        x_range,
+        y_range,
+        x_ticks: labelled(nice_ticks(x_range.0, x_range.1, 8)),
+        y_ticks: labelled(nice_ticks(y_range.0, y_range.1, 5)),
+        lines,
+    }))
+}
+
+/// The steps and max rate of a stored HTTP load report (`http-report.json`).
+pub fn from_report(json: &[u8]) -> Option<(Vec<Step>, Option<f64>)> {
+    let v: serde_json::Value = serde_json::from_slice(json).ok()?;
+    let steps: Vec<Step> = v["steps"]
+        .as_array()?
+        .iter()
+        .filter_map(|s| {
+            Some(Step {
+                target: s["target"].as_f64()?,
+                p99_ms: s["latency_ms"]["p99"].as_f64()?,
+                passed: s["passed"].as_bool(),
+            })
+        })
+        .collect();
+    Some((steps, v["max_rate"].as_f64()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_find_max_report_becomes_a_knee_plot_with_units() {
+        let report = br#"{"max_rate": 400.0, "steps": [
+            {"target": 100.0, "rps": 100.0, "latency_ms": {"p99": 2.0}, "error_rate": 0.0, "passed": true},
+            {"target": 800.0, "rps": 420.0, "latency_ms": {"p99": 900.0}, "error_rate": 0.0, "passed": false},
+            {"target": 400.0, "rps": 399.0, "latency_ms": {"p99": 9.0}, "error_rate": 0.0, "passed": true}]}"#;
+        let (steps, max) = from_report(report).unwrap();
+        assert_eq!((steps.len(), max), (3, Some(400.0)));
+        let svg = chart(&steps, max).unwrap();
+        assert!(svg.contains("offered rate (req/s)") && svg.contains("p99 latency (ms)"));
+        assert!(svg.contains("met the SLO") && svg.contains("broke the SLO"));
+        assert!(svg.contains("400 req/s"));
+        assert!(chart(&steps[..1], None).is_none());
+    }
+}
