@@ -4,31 +4,13 @@
 mod common;
 use common::*;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-
 #[test]
 fn http_runs_are_recorded_as_one_trial_runs() {
     let lab = Lab::new();
-    let bin = assert_cmd::cargo::cargo_bin("perflab");
-    let mut server = Command::new(&bin)
-        .args(["serve", "--hello", "--port", "0", "--workers", "1"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let url = first
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap()
-        .to_string();
+    let server = HelloServer::start();
+    let url = server.url.clone();
     let out = lab.run(&["http", &url, "-d", "300ms", "-c", "2", "-t", "1", "--json"]);
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(report["requests"].as_u64().unwrap() > 0);

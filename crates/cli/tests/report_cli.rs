@@ -488,25 +488,9 @@ metrics.value = { regex = 'value=(\d+)', unit = "pts", better = "higher" }
 
 #[test]
 fn a_ramp_run_gets_its_knee_plot() {
-    use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
     let lab = Lab::new();
-    let bin = assert_cmd::cargo::cargo_bin("perflab");
-    let mut server = Command::new(&bin)
-        .args(["serve", "--hello", "--port", "0", "--workers", "1"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let url = first
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap()
-        .to_string();
+    let server = HelloServer::start();
+    let url = server.url.clone();
     let out = lab.run(&[
         "http",
         &url,
@@ -517,8 +501,7 @@ fn a_ramp_run_gets_its_knee_plot() {
         "-c",
         "1",
     ]);
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let file = lab.path("ramp.html");
     let out = lab.run(&["report", "--html", file.to_str().unwrap()]);

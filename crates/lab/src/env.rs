@@ -99,18 +99,7 @@ const VERSION_FLAGS: &[(&str, &[&str])] = &[
     ("perflab", &["--version"]),
 ];
 
-/// Resolves a program name through PATH.
-pub fn which(program: &str) -> Option<std::path::PathBuf> {
-    if program.contains('/') {
-        let p = Path::new(program);
-        return p.is_file().then(|| p.to_path_buf());
-    }
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|d| Path::new(d).join(program))
-        .find(|p| p.is_file())
-}
+pub use perflab_workloads::command::which;
 
 /// Version (or path) of each named program.
 pub fn tool_versions(programs: &[String]) -> BTreeMap<String, String> {

@@ -15,7 +15,7 @@ use std::sync::{Mutex, OnceLock};
 
 use serde::Deserialize;
 
-use crate::command::{run_tree, Leftovers};
+use crate::command::{run_tree, which, Leftovers};
 use crate::{Measurement, MetricValue, TrialContext, Workload, WorkloadError};
 
 include!(concat!(env!("OUT_DIR"), "/scimark_sources.rs"));
@@ -115,18 +115,6 @@ fn cache_root(opts: &BuildOptions) -> PathBuf {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
         .unwrap_or_else(std::env::temp_dir);
     base.join("perflab").join("scimark")
-}
-
-fn which(tool: &str) -> Option<PathBuf> {
-    if tool.contains('/') {
-        let p = PathBuf::from(tool);
-        return p.is_file().then_some(p);
-    }
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|d| Path::new(d).join(tool))
-        .find(|p| p.is_file())
 }
 
 fn need(lang: &str, tool: &str, hint: &str) -> Result<PathBuf, ScimarkError> {

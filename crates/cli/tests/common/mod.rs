@@ -108,3 +108,39 @@ pub fn metric<'a>(
 pub fn exists(p: &Path) -> bool {
     p.exists()
 }
+
+/// A `perflab serve --hello --workers 1` on an OS-chosen port; killed on drop.
+pub struct HelloServer {
+    child: std::process::Child,
+    pub url: String,
+}
+
+impl HelloServer {
+    pub fn start() -> HelloServer {
+        use std::io::{BufRead, BufReader};
+        use std::process::{Command, Stdio};
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin("perflab"))
+            .args(["serve", "--hello", "--port", "0", "--workers", "1"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start perflab serve");
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut first)
+            .expect("first line");
+        let url = first
+            .trim()
+            .strip_prefix("listening on ")
+            .expect("listening on URL")
+            .to_string();
+        HelloServer { child, url }
+    }
+}
+
+impl Drop for HelloServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
