@@ -45,6 +45,35 @@ duration = "400ms"
     assert!(h[0].data.len() > 10, "the merged histogram is kept whole");
 }
 
+/// `cpus` pins the in-process HTTP engine: with no `threads`, its default thread count
+/// follows the pinned CPUs (one), where unpinned it takes min(cores, connections).
+#[test]
+fn http_workload_honours_cpus() {
+    let server = HelloServer::start();
+    let lab = Lab::new();
+    let cores = std::thread::available_parallelism().unwrap().get();
+    for (cpus, expected) in [("cpus = \"0\"\n", 1), ("", cores.min(4))] {
+        let f = lab.write(
+            "e.toml",
+            &format!(
+                "[experiment]\nrepetitions = 1\nwarmup = 0\nnoise_check = false\n{cpus}\
+                 [workload]\nkind = \"http\"\nurls = [\"{}\"]\nconnections = 4\nrequests = 200\n",
+                server.url
+            ),
+        );
+        let out = lab.run(&["run", f.to_str().unwrap(), "--json"]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let show: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let run = show["run"]["id"].as_i64().unwrap();
+        let store = lab.open_store();
+        let t = &store.trials(run).unwrap()[0];
+        let arts = store.trial_artifacts(t.id).unwrap();
+        let report = arts.iter().find(|a| a.0 == "http-report.json").unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&report.2).unwrap();
+        assert_eq!(report["threads"], expected, "cpus {cpus:?}: {report}");
+    }
+}
+
 #[test]
 fn scimark_workload_runs_a_kernel_subset() {
     let lab = Lab::new();

@@ -179,8 +179,17 @@ pub fn run_http(
     if ctx.interrupted.load(std::sync::atomic::Ordering::SeqCst) {
         return Err(WorkloadError::Interrupted);
     }
+    // The engine runs in this process: its worker threads inherit the pinning, and its
+    // default thread count follows the pinned CPUs.
+    let pin = ctx
+        .cpus
+        .as_ref()
+        .map(perflab_workloads::cpuset::PinnedThread::pin)
+        .transpose()
+        .map_err(WorkloadError::Setup)?;
     let report =
         perflab_load::run(&spec).map_err(|e| WorkloadError::Setup(format!("http load: {e}")))?;
+    drop(pin);
     let m = http_measurement(&report);
     if report.requests == 0 {
         return Err(WorkloadError::Failed {

@@ -94,9 +94,77 @@ pub fn pin_raw(set: &libc::cpu_set_t) -> std::io::Result<()> {
     }
 }
 
+/// The calling thread pinned to a CPU set until dropped, when its previous affinity
+/// comes back. For workloads that run inside perflab (HTTP load, disk): threads they
+/// spawn while the guard lives inherit the set, and `available_parallelism` (which
+/// sizes the HTTP engine's default thread count) sees only the pinned CPUs.
+pub struct PinnedThread {
+    previous: libc::cpu_set_t,
+}
+
+impl PinnedThread {
+    /// Pins the calling thread to `set`; the error names the set.
+    pub fn pin(set: &CpuSet) -> Result<PinnedThread, String> {
+        // SAFETY: cpu_set_t is plain old data; all-zero is the empty set.
+        let mut previous: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        // SAFETY: valid pointer and size; pid 0 is the calling thread.
+        if unsafe { libc::sched_getaffinity(0, size, &mut previous) } != 0 {
+            return Err(format!(
+                "cannot read this thread's CPU affinity: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        pin_raw(&set.to_raw()).map_err(|e| format!("cannot pin to CPUs {set}: {e}"))?;
+        Ok(PinnedThread { previous })
+    }
+}
+
+impl Drop for PinnedThread {
+    fn drop(&mut self) {
+        // Restoring a mask this thread had a moment ago cannot sensibly fail; if it
+        // does, the thread merely stays pinned.
+        let _ = pin_raw(&self.previous);
+    }
+}
+
+/// The CPUs the calling thread may run on.
+pub fn current_affinity() -> Vec<usize> {
+    // SAFETY: as in PinnedThread::pin.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    if unsafe { libc::sched_getaffinity(0, size, &mut set) } != 0 {
+        return Vec::new();
+    }
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: c < CPU_SETSIZE.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pinned_thread_restores_affinity_and_children_inherit() {
+        let before = current_affinity();
+        assert!(!before.is_empty());
+        let one = CpuSet::parse(&before[0].to_string()).unwrap();
+        std::thread::spawn(move || {
+            let outer = current_affinity();
+            {
+                let _pin = PinnedThread::pin(&one).unwrap();
+                assert_eq!(current_affinity(), one.cpus());
+                let child = std::thread::spawn(current_affinity).join().unwrap();
+                assert_eq!(child, one.cpus(), "a thread spawned while pinned inherits");
+                assert_eq!(std::thread::available_parallelism().unwrap().get(), 1);
+            }
+            assert_eq!(current_affinity(), outer, "dropping the guard restores");
+        })
+        .join()
+        .unwrap();
+    }
 
     #[test]
     fn parses_lists_and_ranges() {

@@ -352,6 +352,14 @@ impl DiskReport {
 /// error, the trial timeout) is a failed trial that keeps its measurement.
 impl Workload for DiskSpec {
     fn run(&self, ctx: &TrialContext) -> Result<Measurement, WorkloadError> {
+        // The I/O runs in this process: pin this thread (and the --iodepth threads it
+        // spawns) to the experiment's `cpus` for the trial.
+        let _pin = ctx
+            .cpus
+            .as_ref()
+            .map(crate::cpuset::PinnedThread::pin)
+            .transpose()
+            .map_err(WorkloadError::Setup)?;
         let ctl = Control {
             interrupted: ctx.interrupted.clone(),
             deadline: ctx.timeout.map(|t| Instant::now() + t),
