@@ -1,21 +1,13 @@
 //! Baseline versus candidates, metric by metric, with `perflab_stats::compare`: within
 //! a run (every config against the baseline config) or across runs (each config of
-//! the run against the same config of the other run). The CLI's `compare` module
-//! lives in the binary crate, so the few lines of pairing are repeated here rather
-//! than pulled into a library the CLI would have to change for.
+//! the run against the same config of the other run). Which metrics can be compared,
+//! and how, is `perflab_stats::compare_metric`, shared with `perflab compare`.
 
-use perflab_stats::{compare, Better, CompareOptions, Comparison};
+use perflab_stats::{compare_metric, CompareOptions, MetricSide};
 
 use crate::data::{ConfigData, MetricSample};
 
-/// What became of one metric of one candidate.
-#[derive(Debug, Clone)]
-pub enum Outcome {
-    Compared(Box<Comparison>),
-    /// Fewer than two values on a side: no interval, no test.
-    TooFew,
-    NotComparable(String),
-}
+pub use perflab_stats::Outcome;
 
 /// One row of the comparison table.
 #[derive(Debug, Clone)]
@@ -113,25 +105,7 @@ fn row(
         confidence,
         ..CompareOptions::default()
     };
-    let outcome = if bm.values.len() < 2 || cm.values.len() < 2 {
-        Outcome::TooFew
-    } else if bm.unit != cm.unit || bm.better != cm.better {
-        Outcome::NotComparable(format!(
-            "{} {} vs {} {}",
-            bm.unit, bm.better, cm.unit, cm.better
-        ))
-    } else {
-        match Better::parse(&bm.better) {
-            None => Outcome::NotComparable(format!("direction {:?}", bm.better)),
-            Some(dir) => match compare(&bm.values, &cm.values, dir, &opts) {
-                Ok(x) => Outcome::Compared(Box::new(x)),
-                Err(perflab_stats::StatsError::NonPositiveMean { mean, .. }) => {
-                    Outcome::NotComparable(format!("baseline mean is {}", crate::format::num(mean)))
-                }
-                Err(e) => Outcome::NotComparable(e.to_string()),
-            },
-        }
-    };
+    let outcome = compare_metric(side(bm), side(cm), &opts, crate::format::num);
     CompareRow {
         baseline: b.label.clone(),
         candidate: c.label.clone(),
@@ -141,5 +115,13 @@ fn row(
         baseline_mean: mean(&bm.values),
         candidate_mean: mean(&cm.values),
         outcome,
+    }
+}
+
+fn side(m: &MetricSample) -> MetricSide<'_> {
+    MetricSide {
+        values: &m.values,
+        unit: &m.unit,
+        better: &m.better,
     }
 }

@@ -7,23 +7,15 @@
 
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 use perflab_stats::{
-    compare, geometric_mean_ratio, summarize, Better, CompareOptions, Comparison, GeoMean,
-    StatsError,
+    compare_metric, geometric_mean_ratio, summarize, Better, CompareOptions, Comparison, GeoMean,
+    MetricSide,
 };
 use serde_json::{json, Value};
 
 use super::select::{MetricSamples, Side};
 use crate::format::{mean_pm, sig, STYLE};
 
-/// What became of one metric.
-#[derive(Debug, Clone)]
-pub enum Outcome {
-    Compared(Box<Comparison>),
-    /// Fewer than two values on a side.
-    TooFew,
-    /// The statistics refused (why).
-    NotComparable(String),
-}
+pub use perflab_stats::Outcome;
 
 /// One metric present on both sides.
 #[derive(Debug, Clone)]
@@ -134,28 +126,7 @@ pub fn compare_sides(
 fn row(b: &MetricSamples, c: &MetricSamples, opts: &CompareOptions) -> Row {
     let baseline = Sample::of(&b.values, opts.confidence);
     let candidate = Sample::of(&c.values, opts.confidence);
-    let outcome = if b.values.len() < 2 || c.values.len() < 2 {
-        Outcome::TooFew
-    } else if b.better != c.better || b.unit != c.unit {
-        Outcome::NotComparable(format!(
-            "the sides disagree on the metric: {} {} vs {} {}",
-            b.unit, b.better, c.unit, c.better
-        ))
-    } else {
-        match Better::parse(&b.better) {
-            None => Outcome::NotComparable(format!(
-                "direction {:?} is neither higher nor lower",
-                b.better
-            )),
-            Some(dir) => match compare(&b.values, &c.values, dir, opts) {
-                Ok(cmp) => Outcome::Compared(Box::new(cmp)),
-                Err(StatsError::NonPositiveMean { mean, .. }) => {
-                    Outcome::NotComparable(format!("baseline mean is {}", sig(mean)))
-                }
-                Err(e) => Outcome::NotComparable(e.to_string()),
-            },
-        }
-    };
+    let outcome = compare_metric(side(b), side(c), opts, sig);
     Row {
         name: b.name.clone(),
         unit: b.unit.clone(),
@@ -352,6 +323,14 @@ pub fn p_text(p: f64) -> String {
         format!("{p:.3}")
     } else {
         format!("{p:.1e}")
+    }
+}
+
+fn side(m: &MetricSamples) -> MetricSide<'_> {
+    MetricSide {
+        values: &m.values,
+        unit: &m.unit,
+        better: &m.better,
     }
 }
 
