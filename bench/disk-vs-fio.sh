@@ -16,9 +16,14 @@
 # fio uses ioengine=psync, iodepth 1, fallocate=none (dd and perflab do not preallocate);
 # read files are laid out and dropped from the page cache before each timed read.
 #
+# Every timed run starts after a `sync`, so no run pays for the previous one's writeback.
+#
 # Usage: bench/disk-vs-fio.sh [DIR] [SIZE] [ROUNDS]     (defaults: /var/tmp 256M 3)
 # Env:   NO_INSTALL=1 (skip apt-get), NO_BUILD=1 (use the perflab already built in
-#        $CARGO_TARGET_DIR/release), PERFLAB=path (use that binary), CASES="16k 1M"
+#        $CARGO_TARGET_DIR/release), PERFLAB=path (use that binary), CASES="16k 1M",
+#        RAMDISK=1 (root only: run on an ext4 made on a loop device backed by /dev/shm,
+#        ignoring DIR — the tools' own cost without a shared disk's noise; the block
+#        layer, O_DIRECT and the page cache are still real)
 set -euo pipefail
 
 DIR=${1:-/var/tmp}
@@ -53,17 +58,40 @@ else
   PL=$CARGO_TARGET_DIR/release/perflab
 fi
 [[ -x $PL ]] || { echo "no perflab binary at $PL" >&2; exit 1; }
-[[ -d $DIR ]] || { echo "no directory $DIR" >&2; exit 2; }
 
 # Bytes in SIZE (powers of 1024, as perflab reads it).
 bytes_of() {
   local n=${1%[kKmMgG]} s=${1: -1}
   case $s in k|K) echo $((n << 10));; m|M) echo $((n << 20));; g|G) echo $((n << 30));; *) echo "$1";; esac
 }
-TOTAL=$(bytes_of "$SIZE")
+
 WORK=$(mktemp -d)
+LOOPDEV=""
+cleanup() {
+  rm -f "${F:-}"
+  if [[ -n $LOOPDEV ]]; then
+    umount "$WORK/mnt" 2>/dev/null || true
+    losetup -d "$LOOPDEV" 2>/dev/null || true
+    rm -f "/dev/shm/disk-vs-fio.$$.img"
+  fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+if [[ -n "${RAMDISK:-}" ]]; then
+  [[ $(id -u) -eq 0 ]] || { echo "RAMDISK=1 needs root (losetup, mount)" >&2; exit 2; }
+  img=/dev/shm/disk-vs-fio.$$.img
+  truncate -s $(( $(bytes_of "$SIZE") * 3 / 2 + (256 << 20) )) "$img"
+  LOOPDEV=$(losetup --find --show "$img")
+  mkfs.ext4 -q -F "$LOOPDEV"
+  mkdir -p "$WORK/mnt"
+  mount "$LOOPDEV" "$WORK/mnt"
+  DIR=$WORK/mnt
+fi
+[[ -d $DIR ]] || { echo "no directory $DIR" >&2; exit 2; }
+
+TOTAL=$(bytes_of "$SIZE")
 F="$DIR/disk-vs-fio.$$.dat"
-trap 'rm -f "$F"; rm -rf "$WORK"' EXIT
 export PERFLAB_STORE=$WORK/bench.db
 
 drop() { dd if="$F" iflag=nocache count=0 status=none; }
@@ -82,6 +110,7 @@ run() {
   local tool=$1 op=$2 var=$3 bs=$4 count
   count=$((TOTAL / $(bytes_of "$bs")))
   if [[ $op == read && $tool != perflab ]]; then layout; else rm -f "$F"; fi
+  sync
   case $tool in
     fio)
       local args=(--name=j --filename="$F" --bs="$bs" --size="$TOTAL" --ioengine=psync --iodepth=1
