@@ -6,23 +6,30 @@
 //! The helpers run as threads of this test process: a thread that has joined the
 //! namespace with setns(2) creates its sockets there, so the owner the doctor must name
 //! is this process.
+//!
+//! Every invocation is recorded (a one-trial run of kind `doctor` whose `doctor.json`
+//! is the printed object, shown by `perflab report`), also while other tests run in
+//! parallel, so each test has its own store; a store that cannot be written costs a
+//! warning, not the findings. With sockets leaked the same way, an experiment's trials
+//! keep the findings the doctor saw during them.
 
 use std::fs::File;
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::process::Command as StdCommand;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use assert_cmd::Command;
 use serde_json::Value;
 
 mod common;
-use common::{stderr, wait_until};
+use common::{stderr, stdout, wait_until, Lab};
 
-fn perflab() -> Command {
-    let mut c = Command::cargo_bin("perflab").unwrap();
+/// `perflab` with the lab's own store (each invocation records a run).
+fn perflab(lab: &Lab) -> Command {
+    let mut c = lab.cmd();
     c.timeout(Duration::from_secs(60));
     c
 }
@@ -81,7 +88,8 @@ fn expected_code(findings: &[Value]) -> i32 {
 
 #[test]
 fn static_json_follows_the_contract_and_the_exit_code_the_findings() {
-    let out = perflab()
+    let lab = Lab::new();
+    let out = perflab(&lab)
         .args([
             "doctor",
             "--watch",
@@ -107,7 +115,8 @@ fn static_json_follows_the_contract_and_the_exit_code_the_findings() {
 
 #[test]
 fn human_report_has_a_summary_and_docs_links() {
-    let out = perflab()
+    let lab = Lab::new();
+    let out = perflab(&lab)
         .args(["doctor", "-w", "0", "--connections", "100000000"])
         .output()
         .unwrap();
@@ -122,13 +131,14 @@ fn human_report_has_a_summary_and_docs_links() {
 
 #[test]
 fn bad_input_exits_2() {
+    let lab = Lab::new();
     for args in [
         &["doctor", "--watch", "soon"][..],
         &["doctor", "--watch", "10ms"],
         &["doctor", "--pid", "2147483647", "--watch", "0"],
         &["doctor", "--connections", "many"],
     ] {
-        let out = perflab().args(args).output().unwrap();
+        let out = perflab(&lab).args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
         assert!(
             stderr(&out).contains("error: "),
@@ -136,6 +146,7 @@ fn bad_input_exits_2() {
             stderr(&out)
         );
     }
+    assert!(!lab.store().exists(), "bad input records nothing");
 }
 
 /// A network namespace of this test, deleted when dropped (also on panic).
@@ -270,9 +281,11 @@ fn flooded_listener_in_a_netns_is_named_with_the_somaxconn_fix() {
         .expect("helper in the namespace");
 
     let bin = assert_cmd::cargo::cargo_bin("perflab");
+    let lab = Lab::new();
     let out = StdCommand::new("ip")
         .args(["netns", "exec", &ns.name])
         .arg(&bin)
+        .env("PERFLAB_STORE", lab.store())
         .args(["doctor", "--watch", "2s", "--json"])
         .output()
         .unwrap();
@@ -310,18 +323,22 @@ fn flooded_listener_in_a_netns_is_named_with_the_somaxconn_fix() {
     assert!(matches!(out.status.code(), Some(4 | 5)));
 }
 
-#[test]
-fn leaked_close_wait_sockets_are_named_by_pid() {
-    const N: usize = 12;
+/// Held by each test that leaks CLOSE_WAIT sockets in this process, so that each one
+/// sees its own count under this pid.
+static CLOSE_WAIT_LEAKS: Mutex<()> = Mutex::new(());
+
+/// Leaks `n` CLOSE_WAIT sockets in this process (a server that accepts and never
+/// closes, whose clients hung up): the server's ends, and their port.
+fn leak_close_wait(n: usize) -> (Vec<TcpStream>, u16) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     // The leaky server: accepts, never reads to EOF, never closes.
     let server = std::thread::spawn(move || {
-        (0..N)
+        (0..n)
             .map(|_| listener.accept().unwrap().0)
             .collect::<Vec<_>>()
     });
-    for _ in 0..N {
+    for _ in 0..n {
         drop(TcpStream::connect(addr).unwrap());
     }
     let held = server.join().unwrap();
@@ -332,12 +349,20 @@ fn leaked_close_wait_sockets_are_named_by_pid() {
                 t.lines()
                     .filter(|l| l.contains(&port_hex) && l.split_whitespace().nth(3) == Some("08"))
                     .count()
-                    >= N
+                    >= n
             })
         }),
         "the server side did not reach CLOSE_WAIT"
     );
-    let out = perflab()
+    (held, addr.port())
+}
+
+#[test]
+fn leaked_close_wait_sockets_are_named_by_pid() {
+    let _one = CLOSE_WAIT_LEAKS.lock().unwrap_or_else(|e| e.into_inner());
+    let (held, port) = leak_close_wait(12);
+    let lab = Lab::new();
+    let out = perflab(&lab)
         .args(["doctor", "--watch", "1s", "--json"])
         .output()
         .unwrap();
@@ -348,7 +373,7 @@ fn leaked_close_wait_sockets_are_named_by_pid() {
         .iter()
         .find(|f| f["id"] == "close-wait" && f["pid"] == me)
         .unwrap_or_else(|| panic!("pid {me} not named: {v:#}"));
-    assert_eq!(f["port"], addr.port());
+    assert_eq!(f["port"], port);
     assert!(
         f["program"].as_str().unwrap().starts_with("doctor_cli"),
         "{f:#}"
@@ -369,4 +394,184 @@ fn leaked_close_wait_sockets_are_named_by_pid() {
         .contains("recv() returned 0 and the socket was never closed"));
     assert!(matches!(out.status.code(), Some(4 | 5)));
     drop(held);
+}
+
+/// The `doctor.json` artifacts of run `id`, by trial ordinal, parsed.
+fn doctor_artifacts(lab: &Lab, id: i64) -> Vec<(u32, Value)> {
+    let export = lab.open_store().export_run(id).unwrap();
+    export
+        .trials
+        .iter()
+        .flat_map(|t| {
+            t.artifacts
+                .iter()
+                .filter(|a| a.name == "doctor.json")
+                .map(|a| {
+                    assert_eq!(a.media_type, "application/json");
+                    (t.ordinal, serde_json::from_slice(&a.content).unwrap())
+                })
+        })
+        .collect()
+}
+
+/// `perflab report RUN --markdown` of the lab's store, as text.
+fn markdown_report(lab: &Lab, id: i64) -> String {
+    let md = lab.path("report.md");
+    let out = lab.run(&[
+        "report",
+        &id.to_string(),
+        "--markdown",
+        md.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    std::fs::read_to_string(md).unwrap()
+}
+
+#[test]
+fn every_invocation_is_recorded_with_its_findings_and_shown_by_report() {
+    let lab = Lab::new();
+    // 100 million connections fit in no default file limit: nofile-limit, a warning.
+    let out = perflab(&lab)
+        .args([
+            "doctor",
+            "--watch",
+            "0",
+            "--json",
+            "--connections",
+            "100000000",
+        ])
+        .output()
+        .unwrap();
+    // stdout is the JSON object and nothing else; the note goes to stderr.
+    let printed: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)));
+    let findings = check_schema(&printed);
+    assert_eq!(out.status.code(), Some(expected_code(findings)));
+    assert!(
+        stderr(&out).contains(&format!("recorded as run 1 in {}", lab.store().display())),
+        "{}",
+        stderr(&out)
+    );
+
+    let store = lab.open_store();
+    let run = store.run(1).unwrap();
+    assert_eq!(
+        (run.kind.as_str(), run.status.as_str()),
+        ("doctor", "complete")
+    );
+    assert_eq!(run.trials_ok, 1);
+    let stored = doctor_artifacts(&lab, 1);
+    assert_eq!(stored.len(), 1, "one trial, one doctor.json");
+    assert_eq!(stored[0].1, printed, "the artifact is the printed object");
+    let export = store.export_run(1).unwrap();
+    let metric = |name: &str| {
+        export.trials[0]
+            .metrics
+            .iter()
+            .find(|m| m.name == name)
+            .unwrap_or_else(|| panic!("no metric {name}"))
+            .value
+    };
+    for (name, severity) in [
+        ("findings_critical", "critical"),
+        ("findings_warn", "warn"),
+        ("findings_info", "info"),
+    ] {
+        let n = findings
+            .iter()
+            .filter(|f| f["severity"] == severity)
+            .count();
+        assert_eq!(metric(name), n as f64, "{name}");
+    }
+
+    let md = markdown_report(&lab, 1);
+    let section = &md[md.find("## Doctor findings").expect("a doctor section")..];
+    assert!(section.contains("stored with 1 of 1 trials"), "{section}");
+    let row = section
+        .lines()
+        .find(|l| l.starts_with("| warn | nofile-limit | 1 of 1 |"))
+        .unwrap_or_else(|| panic!("no nofile-limit row: {section}"));
+    assert!(row.ends_with("| docs/doctor.md#nofile-limit |"), "{row}");
+    assert!(row.contains("ulimit -n"), "the fix: {row}");
+}
+
+#[test]
+fn a_store_that_cannot_be_written_costs_a_warning_not_the_findings() {
+    let lab = Lab::new();
+    // A store "inside" a plain file: its directory can never be created, even by root.
+    let file = lab.write("not-a-dir", "");
+    let out = perflab(&lab)
+        .env("PERFLAB_STORE", file.join("results.db"))
+        .args([
+            "doctor",
+            "--watch",
+            "0",
+            "--json",
+            "--connections",
+            "100000000",
+        ])
+        .output()
+        .unwrap();
+    let v: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)));
+    let findings = check_schema(&v);
+    assert!(findings.iter().any(|f| f["id"] == "nofile-limit"), "{v}");
+    assert_eq!(out.status.code(), Some(expected_code(findings)));
+    let err = stderr(&out);
+    assert!(
+        err.contains("warning: nothing was recorded: cannot open the store"),
+        "{err}"
+    );
+    assert!(!err.contains("recorded as run"), "{err}");
+}
+
+const TWO_TRIALS: &str = r#"
+[experiment]
+name = "doctor-trials"
+repetitions = 2
+warmup = 1
+noise_check = false
+
+[workload]
+kind = "command"
+command = "true"
+"#;
+
+#[test]
+fn experiment_trials_keep_the_findings_seen_during_them() {
+    let _one = CLOSE_WAIT_LEAKS.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = Lab::new();
+    let file = lab.write("e.toml", TWO_TRIALS);
+    let me = std::process::id();
+    // 12 CLOSE_WAIT sockets held by this process for the whole run: close-wait, a
+    // warning, in every trial.
+    let (held, _) = leak_close_wait(12);
+    let out = lab.run(&["run", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    drop(held);
+    let stored = doctor_artifacts(&lab, 1);
+    let trials: Vec<u32> = stored.iter().map(|(t, _)| *t).collect();
+    assert_eq!(trials, [1, 2], "every recorded trial, no warm-up");
+    for (_, v) in &stored {
+        let findings = check_schema(v);
+        assert!(
+            findings
+                .iter()
+                .any(|f| f["id"] == "close-wait" && f["pid"] == me && f["severity"] == "warn"),
+            "{v:#}"
+        );
+        assert!(
+            v["watch_s"].as_f64().unwrap() > 0.0,
+            "sampled over the trial: {v}"
+        );
+    }
+    let md = markdown_report(&lab, 1);
+    let section = &md[md.find("## Doctor findings").expect("a doctor section")..];
+    assert!(section.contains("stored with 2 of 2 trials"), "{section}");
+    assert!(
+        section
+            .lines()
+            .any(|l| l.starts_with("| warn | close-wait | 2 of 2 |")),
+        "{section}"
+    );
 }

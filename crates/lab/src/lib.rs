@@ -3,6 +3,7 @@
 //! The runner owns the lifecycle of a trial (service, prepare, workload, cleanup,
 //! record); workloads only measure. See DESIGN.md for the data flow.
 
+pub mod doctor;
 pub mod env;
 pub mod error;
 pub mod experiment;

@@ -174,6 +174,7 @@ pub fn run(
         interrupted,
         obs,
         service: None,
+        doctor: crate::doctor::TrialDoctor::live(),
         ok: 0,
         failed: 0,
     };
@@ -325,6 +326,8 @@ struct Runner<'a> {
     interrupted: Arc<AtomicBool>,
     obs: &'a dyn Observer,
     service: Option<RunningService>,
+    /// Doctor observations around each recorded trial's workload.
+    doctor: crate::doctor::TrialDoctor,
     ok: usize,
     failed: usize,
 }
@@ -600,7 +603,10 @@ impl Runner<'_> {
         }
         let monitor = self.start_monitor();
         let profiler = self.start_profile(t);
+        let pid = self.service.as_ref().map(|s| s.pid());
+        let watch = (!t.warmup).then(|| self.doctor.start(pid));
         let result = self.workload(&vars);
+        let doctor = watch.and_then(|w| self.doctor.finish(w, self.obs));
         let recording = monitor.map(|m| m.stop());
         let profile = profiler.map(|p| p.stop());
         let mut done = match result {
@@ -620,6 +626,7 @@ impl Runner<'_> {
         if let Some(rec) = recording {
             add_recording(&mut done.m, rec);
         }
+        done.m.artifacts.extend(doctor);
         match profile {
             Some(Ok(p)) => add_profile(
                 &mut done.m,

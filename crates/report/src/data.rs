@@ -1,12 +1,14 @@
 //! Everything a report shows, gathered once from the store: the run with every trial
 //! (failed and interrupted ones too), per-config samples and summaries of each metric,
-//! and the comparison rows. Output formats only lay this out.
+//! the comparison rows, and the doctor findings stored with the trials. Output formats
+//! only lay this out.
 
 use perflab_lab::summary::params_label;
 use perflab_stats::{summarize, Summary};
 use perflab_store::{ExportedTrial, RunExport, RunId, Store};
 
 use crate::compare::{self, CompareRow};
+use crate::doctor::TrialFindings;
 use crate::{Options, ReportError, Result};
 
 /// One metric of one config: the values of its ok trials and their summary.
@@ -51,6 +53,8 @@ pub struct ReportData {
     /// What the comparison is against, in words (`config level=1`, `run 3`).
     pub compare_title: Option<String>,
     pub comparisons: Vec<CompareRow>,
+    /// The doctor findings of each trial that has a `doctor.json`, in execution order.
+    pub doctor: Vec<TrialFindings>,
 }
 
 impl ReportData {
@@ -79,6 +83,7 @@ impl ReportData {
                 }
             }
         };
+        let doctor = doctor_findings(&export);
         Ok(ReportData {
             export,
             configs,
@@ -86,6 +91,7 @@ impl ReportData {
             confidence: opts.confidence,
             compare_title,
             comparisons,
+            doctor,
         })
     }
 
@@ -159,6 +165,26 @@ fn configs_of(export: &RunExport, confidence: f64) -> Vec<ConfigData> {
                 params: params_label(&c.params),
                 metrics,
             }
+        })
+        .collect()
+}
+
+/// The findings of every trial that stored a `doctor.json` (`perflab doctor` runs, and
+/// experiment trials during which the doctor saw a warning or worse).
+fn doctor_findings(export: &RunExport) -> Vec<TrialFindings> {
+    export
+        .trials
+        .iter()
+        .filter_map(|t| {
+            let a = t
+                .artifacts
+                .iter()
+                .find(|a| a.name == perflab_lab::doctor::ARTIFACT)?;
+            Some(TrialFindings {
+                trial: t.ordinal,
+                config: t.config,
+                findings: crate::doctor::parse(&a.content),
+            })
         })
         .collect()
 }

@@ -13,6 +13,7 @@
 pub mod chart;
 pub mod compare;
 pub mod data;
+pub mod doctor;
 pub mod format;
 pub mod html;
 pub mod interaction;

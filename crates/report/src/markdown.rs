@@ -15,6 +15,7 @@ pub fn render(d: &ReportData) -> String {
     results(&mut out, d);
     comparison(&mut out, d);
     interaction(&mut out, d);
+    doctor(&mut out, d);
     problems(&mut out, d);
     out
 }
@@ -203,6 +204,49 @@ fn interaction(out: &mut String, d: &ReportData) {
     table(
         out,
         &["metric", "effect", "across", "ratio / ratio", &ci_head],
+        &rows,
+    );
+}
+
+fn doctor(out: &mut String, d: &ReportData) {
+    let Some(s) = crate::doctor::section(d) else {
+        return;
+    };
+    let _ = writeln!(out, "## Doctor findings\n");
+    let _ = writeln!(
+        out,
+        "From `perflab doctor`'s rules, stored with {} of {} trials (`doctor.json`); each rule, \
+         its threshold and its fix: docs/doctor.md.\n",
+        s.diagnosed, s.trials
+    );
+    if s.rows.is_empty() {
+        out.push_str("Nothing found.\n\n");
+        return;
+    }
+    let rows: Vec<Vec<String>> = s
+        .rows
+        .iter()
+        .map(|r| {
+            vec![
+                if r.severity == "critical" {
+                    "**critical**".into()
+                } else {
+                    md_cell(&r.severity)
+                },
+                md_cell(&r.id),
+                s.seen(r),
+                md_cell(&crate::doctor::configs(d, r)),
+                format!("trial {}: {}", r.trial, md_cell(&r.evidence)),
+                md_cell(&r.fix),
+                md_cell(&r.doc),
+            ]
+        })
+        .collect();
+    table(
+        out,
+        &[
+            "severity", "finding", "trials", "configs", "evidence", "fix", "docs",
+        ],
         &rows,
     );
 }

@@ -5,7 +5,9 @@
 //! observations, tested on fixtures); this file only parses flags, takes the two
 //! observations `--watch` apart — polling the listeners' accept queues in between, so a
 //! queue that filled during the watch is seen — prints, and maps the worst severity to
-//! the exit status.
+//! the exit status. Every invocation is then recorded into the store as a one-trial run
+//! (`perflab_lab::doctor` builds it), after the findings are printed, so a host whose
+//! store cannot be written still gets them.
 
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
@@ -45,6 +47,11 @@ Naming the owner of other users' sockets needs root.
    (info|warn|critical), \"evidence\", \"why\", \"fix\", \"doc\", \"pid\"?, \"program\"?,
    \"port\"?}], \"not_available\": [{\"rule\", \"reason\"}]}
   findings are sorted most severe first.
+
+Every invocation is recorded in the store (--store, PERFLAB_STORE) as a one-trial run
+of kind \"doctor\": metrics findings_critical, findings_warn, findings_info and the
+--json object as artifact doctor.json, shown by `perflab show` and `perflab report`.
+When the store cannot be written the findings are still printed, with a warning.
 
 Exit codes: 0 nothing or only info, 4 warnings, 5 something critical,
             1 could not run (/proc unreadable), 2 bad flag or no such pid,
@@ -151,23 +158,72 @@ pub fn run(g: &crate::Global, a: &DoctorArgs) -> anyhow::Result<ExitCode> {
     let d = diagnose(&before, &after, &ctx);
     let mut out = std::io::stdout().lock();
     if a.json {
-        let v = json!({
-            "schema_version": 1,
-            "watch_s": (d.watch_s * 1000.0).round() / 1000.0,
-            "findings": d.findings,
-            "not_available": d.not_available,
-        });
+        let v = perflab_lab::doctor::to_json(&d);
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
         let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
         write!(out, "{}", report(&d, colour))?;
     }
     out.flush()?;
+    drop(out);
+    // After the findings are out: a host where the store cannot be written (read-only,
+    // full) still gets its diagnosis and its exit status, with a warning.
+    match record_into_store(g, a, &d) {
+        Ok(id) if !g.quiet => eprintln!("recorded as run {id} in {}", g.store.display()),
+        Ok(_) => {}
+        Err(e) => {
+            // The chain as main prints errors, without a cause its context already quotes.
+            let mut msg = e.to_string();
+            for cause in e.chain().skip(1).map(|c| c.to_string()) {
+                if !msg.contains(&cause) {
+                    msg.push_str(&format!(" — {cause}"));
+                }
+            }
+            eprintln!("warning: nothing was recorded: {msg}");
+            eprintln!("hint: --store PATH or PERFLAB_STORE names a store this user can write");
+        }
+    }
     Ok(ExitCode::from(match d.worst() {
         Some(Severity::Critical) => CRITICAL,
         Some(Severity::Warn) => FAILURES,
         _ => 0,
     }))
+}
+
+/// Records the invocation into the results store as a one-trial run of kind `doctor`:
+/// the flags as the config, `findings_critical`/`_warn`/`_info` as metrics and the
+/// `--json` object as the `doctor.json` artifact (see docs/doctor.md#recorded-runs).
+fn record_into_store(g: &crate::Global, a: &DoctorArgs, d: &Diagnosis) -> anyhow::Result<i64> {
+    let store = perflab_store::Store::open(&g.store)
+        .with_context(|| format!("cannot open the store {}", g.store.display()))?;
+    let mut params = perflab_store::Params::new();
+    params.insert("watch".into(), json!(a.watch));
+    let mut name = format!("doctor --watch {}", a.watch);
+    // --pid was checked to be positive.
+    for (flag, v) in [
+        ("pid", a.pid.map(|p| p as u64)),
+        ("connections", a.connections),
+        ("outgoing", a.outgoing),
+    ] {
+        if let Some(v) = v {
+            params.insert(flag.into(), json!(v));
+            name.push_str(&format!(" --{flag} {v}"));
+        }
+    }
+    let id = perflab_lab::record::one_shot(
+        &store,
+        perflab_lab::record::OneShot {
+            kind: "doctor",
+            name,
+            params,
+            environment: json!({ "args": std::env::args().skip(1).collect::<Vec<_>>() }),
+            measurement: perflab_lab::doctor::measurement(d),
+            duration_s: d.watch_s,
+            error: None,
+        },
+    )
+    .with_context(|| format!("cannot record into the store {}", g.store.display()))?;
+    Ok(id)
 }
 
 fn humanize(d: Duration) -> String {

@@ -1,8 +1,9 @@
 //! Hand-written SVG charts, one module per kind: [`dots`] (per-metric means with CI
 //! whiskers and every trial as a point), [`line`] (the shared line plot), on which
 //! [`latency`] (HdrHistogram percentile curves) and [`series`] (telemetry over time)
-//! are built. This module holds what they share: the plot frame, nice tick values,
-//! axis drawing and the palette.
+//! are built, and [`stacked`] (areas stacked over time: the CPU breakdown, whose parts
+//! add up to a total that lines would hide). This module holds what they share: the
+//! plot frame, nice tick values, axis drawing, the legend and the palette.
 //!
 //! Every chart is an `<svg class="chart">` with a `viewBox` (so it scales with the
 //! page and prints), text coloured by the page's CSS (light and dark), and two
@@ -13,6 +14,7 @@ pub mod knee;
 pub mod latency;
 pub mod line;
 pub mod series;
+pub mod stacked;
 
 use std::fmt::Write;
 
@@ -210,19 +212,40 @@ fn tick(v: f64) -> String {
 
 /// A legend: coloured swatches in one row under the title, above the plot area.
 pub fn legend(out: &mut String, f: &Frame, names: &[String]) {
+    let items: Vec<(String, &str)> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.clone(), colour(i)))
+        .collect();
+    legend_coloured(out, f, &items);
+}
+
+/// A legend of `(name, colour)` swatches in one row above the plot area; returns the
+/// x where a further entry would go.
+pub fn legend_coloured(out: &mut String, f: &Frame, items: &[(String, &str)]) -> f64 {
     let mut x = f.left;
-    let y = f.top - 8.0;
-    for (i, n) in names.iter().enumerate() {
+    let y = legend_y(f);
+    for (n, c) in items {
         let _ = write!(
             out,
-            r#"<rect x="{x:.1}" y="{:.1}" width="10" height="10" fill="{}"/><text class="legend" x="{:.1}" y="{y:.1}">{}</text>"#,
+            r#"<rect x="{x:.1}" y="{:.1}" width="10" height="10" fill="{c}"/><text class="legend" x="{:.1}" y="{y:.1}">{}</text>"#,
             y - 9.0,
-            colour(i),
             x + 14.0,
             esc(n)
         );
-        x += 14.0 + 6.5 * n.chars().count() as f64 + 16.0;
+        x += legend_width(n);
     }
+    x
+}
+
+/// The baseline of the legend's text.
+pub fn legend_y(f: &Frame) -> f64 {
+    f.top - 8.0
+}
+
+/// The room one legend entry named `n` takes: swatch, text and gap.
+pub fn legend_width(n: &str) -> f64 {
+    14.0 + 6.5 * n.chars().count() as f64 + 16.0
 }
 
 #[cfg(test)]
