@@ -7,8 +7,12 @@
 # Target: perflab >= 1.05x the best peer's req/s and <= 0.8x its CPU per request.
 #
 # Usage: bench/http-vs-peers.sh [ROUNDS] [SECONDS]     (defaults: 5 rounds, 5 s per run)
-# Env:   CONNECTIONS (10), PERFLAB_THREADS (engine default), NO_INSTALL=1 (skip apt-get),
-#        NO_BUILD=1 (use the perflab already built in $CARGO_TARGET_DIR/release)
+# Env:   CONNECTIONS (10), PERFLAB_THREADS (engine default), PERFLAB_IO (auto|epoll|uring:
+#        perflab's --io, default auto), NO_INSTALL=1 (skip apt-get),
+#        NO_BUILD=1 (use the perflab already built in $CARGO_TARGET_DIR/release),
+#        PERFLAB_VARIANTS="epoll:1 uring:1 epoll:2 uring:2" (several perflab runs per
+#        round, IO:THREADS each, alternating with the peers: an A/B in the same minutes),
+#        PEERS="wrk ab" (a subset of the peers).
 set -euo pipefail
 
 ROUNDS=${1:-5}
@@ -85,16 +89,28 @@ done
 curl_ok=$(python3 -c "import urllib.request; print(urllib.request.urlopen('$URL').status)")
 [[ "$curl_ok" == 200 ]] || { echo "nginx did not answer" >&2; exit 1; }
 
-TOOLS=(perflab wrk ab h2load)
-need oha && TOOLS+=(oha)
-THREADS_ARG=()
-[[ -n "${PERFLAB_THREADS:-}" ]] && THREADS_ARG=(-t "$PERFLAB_THREADS")
+TOOLS=()
+if [[ -n "${PERFLAB_VARIANTS:-}" ]]; then
+  for v in $PERFLAB_VARIANTS; do TOOLS+=("perflab:$v"); done
+else
+  TOOLS+=("perflab:${PERFLAB_IO:-auto}:${PERFLAB_THREADS:-}")
+fi
+if [[ -n "${PEERS:-}" ]]; then
+  for p in $PEERS; do TOOLS+=("$p"); done
+else
+  TOOLS+=(wrk ab h2load)
+  need oha && TOOLS+=(oha)
+fi
 
 # run TOOL -> prints "REQUESTS CPU_SECONDS RPS"
 run_tool() {
   local tool=$1 out="$WORK/out.$1" tm="$WORK/time.$1"
   case $tool in
-    perflab) /usr/bin/time -f '%U %S' -o "$tm" "$PERFLAB" http -q -c "$CONNS" "${THREADS_ARG[@]}" -d "${SECS}s" --json "$URL" >"$out" ;;
+    perflab:*)
+      local io threads args=()
+      IFS=: read -r _ io threads <<<"$tool"
+      [[ -n "$threads" ]] && args+=(-t "$threads")
+      /usr/bin/time -f '%U %S' -o "$tm" "$PERFLAB" http -q -c "$CONNS" "${args[@]}" --io "$io" -d "${SECS}s" --json "$URL" >"$out" ;;
     wrk) /usr/bin/time -f '%U %S' -o "$tm" wrk -t 2 -c "$CONNS" -d "${SECS}s" "$URL" >"$out" ;;
     ab) /usr/bin/time -f '%U %S' -o "$tm" ab -q -k -c "$CONNS" -t "$SECS" -n 100000000 "$URL" >"$out" 2>&1 ;;
     h2load) /usr/bin/time -f '%U %S' -o "$tm" h2load --h1 -c "$CONNS" -t 2 -D "$SECS" "$URL" >"$out" ;;
@@ -105,7 +121,7 @@ import json, re, sys
 tool, out, tm = sys.argv[1:]
 text = open(out).read()
 cpu = sum(map(float, open(tm).read().split()[-2:]))
-if tool == "perflab":
+if tool.startswith("perflab"):
     j = json.loads(text); n, rps = j["requests"], j["rps"]
 elif tool == "wrk":
     n = int(re.search(r"(\d+) requests in", text).group(1)); rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
@@ -128,7 +144,7 @@ for round in $(seq "$ROUNDS"); do
   for tool in "${order[@]}"; do
     line=$(run_tool "$tool")
     echo "$tool $line" >>"$RESULTS"
-    printf 'round %d  %-8s %s\n' "$round" "$tool" "$line" >&2
+    printf 'round %d  %-16s %s\n' "$round" "$tool" "$line" >&2
   done
 done
 
@@ -145,17 +161,20 @@ for tool, rs in rows.items():
     cpu100k = statistics.median(r[1] / r[0] * 1e5 for r in rs if r[0] > 0)
     med[tool] = (rps, cpu100k)
 print(f"nginx hello page, {conns} connections, {rounds} alternating rounds of {secs} s (medians)")
-print(f"{'tool':<10}{'req/s':>12}{'CPU-s/100k':>12}")
+print(f"{'tool':<20}{'req/s':>12}{'CPU-s/100k':>12}")
 for tool, (rps, cpu) in sorted(med.items(), key=lambda kv: -kv[1][0]):
-    print(f"{tool:<10}{rps:>12.0f}{cpu:>12.3f}")
-p_rps, p_cpu = med["perflab"]
-print()
-print(f"{'perflab vs':<10}{'req/s ratio':>12}{'CPU ratio':>12}")
-for tool, (rps, cpu) in med.items():
-    if tool != "perflab":
-        print(f"{tool:<10}{p_rps / rps:>12.2f}{p_cpu / cpu:>12.2f}")
-peers = {t: v for t, v in med.items() if t != "perflab"}
-best = max(peers, key=lambda t: peers[t][0])
-ok = p_rps >= 1.05 * peers[best][0] and p_cpu <= 0.8 * peers[best][1]
-print(f"\nbest peer: {best}; target (>= 1.05x req/s, <= 0.8x CPU/req): {'MET' if ok else 'NOT MET'}")
+    print(f"{tool:<20}{rps:>12.0f}{cpu:>12.3f}")
+ours = [t for t in med if t.startswith("perflab")]
+peers = {t: v for t, v in med.items() if not t.startswith("perflab")}
+best = max(peers, key=lambda t: peers[t][0]) if peers else None
+for me in ours:
+    p_rps, p_cpu = med[me]
+    print()
+    print(f"{me + ' vs':<20}{'req/s ratio':>12}{'CPU ratio':>12}")
+    for tool, (rps, cpu) in med.items():
+        if tool != me:
+            print(f"{tool:<20}{p_rps / rps:>12.2f}{p_cpu / cpu:>12.2f}")
+    if best:
+        ok = p_rps >= 1.05 * peers[best][0] and p_cpu <= 0.8 * peers[best][1]
+        print(f"best peer: {best}; target (>= 1.05x req/s, <= 0.8x CPU/req): {'MET' if ok else 'NOT MET'}")
 PY

@@ -1,5 +1,5 @@
 //! `perflab http` end to end: bad input exits 2 before anything is sent; a run prints
-//! the JSON contract; failed requests exit 4.
+//! the JSON contract; failed requests exit 4 — runs on both I/O engines (`--io`).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
@@ -49,6 +49,21 @@ fn perflab() -> Command {
     c
 }
 
+/// The `--io` engines to run a behaviour on: epoll, and io_uring where the kernel
+/// allows it (`PERFLAB_REQUIRE_URING` makes its absence a failure).
+fn engines() -> Vec<&'static str> {
+    match perflab_load::uring_support() {
+        Ok(()) => vec!["epoll", "uring"],
+        Err(why) if std::env::var_os("PERFLAB_REQUIRE_URING").is_some() => {
+            panic!("io_uring is required (PERFLAB_REQUIRE_URING) but unavailable: {why}")
+        }
+        Err(why) => {
+            eprintln!("io_uring skipped: {why}");
+            vec!["epoll"]
+        }
+    }
+}
+
 #[test]
 fn bad_input_exits_2_and_sends_nothing() {
     let (addr, accepted) = hello_server();
@@ -87,6 +102,12 @@ fn bad_input_exits_2_and_sends_nothing() {
 
 #[test]
 fn json_has_the_contract_fields() {
+    for io in engines() {
+        json_has_the_contract_fields_on(io);
+    }
+}
+
+fn json_has_the_contract_fields_on(io: &str) {
     let (addr, _) = hello_server();
     let out = perflab()
         .args([
@@ -95,6 +116,8 @@ fn json_has_the_contract_fields() {
             "2",
             "-n",
             "200",
+            "--io",
+            io,
             "--json",
             &format!("http://{addr}/"),
         ])
@@ -142,6 +165,7 @@ fn json_has_the_contract_fields() {
         v.get("latency_uncorrected_ms").is_none(),
         "closed loop has no uncorrected latency"
     );
+    assert_eq!(v["io"], io, "the report names the engine that ran");
 }
 
 #[test]
@@ -157,6 +181,7 @@ fn open_loop_json_and_human_table() {
     assert_eq!(out.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["latency_uncorrected_ms"]["p99"].is_number());
+    assert_eq!(v["io"], "epoll", "the open loop runs on epoll");
     let out = perflab()
         .args(["http", "-c", "1", "-n", "20", &url])
         .output()
@@ -175,6 +200,12 @@ fn open_loop_json_and_human_table() {
 
 #[test]
 fn failed_requests_exit_4() {
+    for io in engines() {
+        failed_requests_exit_4_on(io);
+    }
+}
+
+fn failed_requests_exit_4_on(io: &str) {
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -187,6 +218,8 @@ fn failed_requests_exit_4() {
             "1",
             "-d",
             "300ms",
+            "--io",
+            io,
             "--json",
             &format!("http://127.0.0.1:{port}/"),
         ])
@@ -200,6 +233,52 @@ fn failed_requests_exit_4() {
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["errors"]["connect"].as_u64().unwrap() > 0);
+    assert_eq!(v["io"], io);
+}
+
+/// io_uring is for plain-http closed loops: `--io uring` with an https URL (or a rate)
+/// is bad input (exit 2, nothing sent), while `--io auto` runs https on epoll.
+#[test]
+fn io_uring_refuses_https_and_auto_falls_back_to_epoll() {
+    let (addr, accepted) = hello_server();
+    for (args, needle) in [
+        (vec!["--io", "uring"], "plain http:// only"),
+        (vec!["--io", "uring", "--rate", "100"], "closed-loop"),
+        (vec!["--io", "kqueue"], "--io"),
+    ] {
+        let out = perflab()
+            .arg("http")
+            .args(&args)
+            .args(["-d", "300ms", &format!("https://{addr}/")])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.starts_with("error: ") && err.contains(needle),
+            "{args:?}: {err}"
+        );
+    }
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        0,
+        "a refused run connected"
+    );
+    // The hello server does not speak TLS: the handshakes time out (exit 4), on epoll.
+    let out = perflab()
+        .args(["http", "--io", "auto", "-k", "-c", "1", "-d", "400ms"])
+        .args(["--connect-timeout", "100ms", "--json"])
+        .arg(format!("https://{addr}/"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["io"], "epoll");
 }
 
 #[test]

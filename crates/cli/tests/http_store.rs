@@ -6,14 +6,32 @@ use common::*;
 
 #[test]
 fn http_runs_are_recorded_as_one_trial_runs() {
+    http_runs_are_recorded_on("epoll");
+}
+
+#[test]
+fn http_runs_on_io_uring_are_recorded_as_one_trial_runs() {
+    match perflab_load::uring_support() {
+        Ok(()) => http_runs_are_recorded_on("uring"),
+        Err(why) if std::env::var_os("PERFLAB_REQUIRE_URING").is_some() => {
+            panic!("io_uring is required (PERFLAB_REQUIRE_URING) but unavailable: {why}")
+        }
+        Err(why) => eprintln!("skipped: {why}"),
+    }
+}
+
+fn http_runs_are_recorded_on(io: &str) {
     let lab = Lab::new();
     let server = HelloServer::start();
     let url = server.url.clone();
-    let out = lab.run(&["http", &url, "-d", "300ms", "-c", "2", "-t", "1", "--json"]);
+    let out = lab.run(&[
+        "http", &url, "-d", "300ms", "-c", "2", "-t", "1", "--io", io, "--json",
+    ]);
     drop(server);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(report["requests"].as_u64().unwrap() > 0);
+    assert_eq!(report["io"], io);
     assert!(stderr(&out).contains("recorded as run 1"));
 
     let runs = lab.json(&["runs", "--json"]);

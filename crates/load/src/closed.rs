@@ -4,8 +4,8 @@
 //! use up the count. Closed-loop latency is measured from the actual write (there is no
 //! schedule to be late for); this is what wrk, ab and siege report.
 
-use crate::conn::{Connection, ErrorKind};
-use crate::worker::Core;
+use crate::conn::ErrorKind;
+use crate::worker::{Core, Driver};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -48,15 +48,16 @@ impl ClosedLoop {
         }
     }
 
-    /// A connect failed: it stands for one failed request of the count.
-    pub fn consume_failed(&mut self) {
-        self.take(1);
+    /// A connect failed: it stands for one failed request of the count. Returns
+    /// whether it does (false once the count is used up: nothing more was to be sent).
+    pub fn consume_failed(&mut self) -> bool {
+        self.take(1) > 0
     }
 
     /// Slot `i` is free: send the next request or batch.
-    pub fn on_ready<C: Connection>(
+    pub fn on_ready<D: Driver>(
         &mut self,
-        core: &mut Core<C>,
+        core: &mut Core<D>,
         i: usize,
         now: Instant,
     ) -> Result<(), ErrorKind> {

@@ -1,10 +1,13 @@
-//! The connection layer: one client connection, behind the [`Connection`] trait.
+//! The connection layer: one client connection, behind the [`Connection`] trait, and
+//! the readiness-driven HTTP/1.1 connection of the epoll driver, [`Http1Conn`].
 //!
-//! The workers drive connections only through this trait — start a connect, ask how
-//! many more requests the connection accepts, hand it a request, feed it readiness
-//! events, collect completed responses — so an HTTP/2 client (many streams on one
-//! connection: a capacity above one, the same completions) can be added beside
-//! [`Http1Conn`] without touching the load models.
+//! The workers' bookkeeping and the load models drive connections only through this
+//! trait — start a connect, ask what is in flight, hand it a request, drop it — so an
+//! HTTP/2 client (many streams on one connection, the same completions) or another I/O
+//! driver can be added without touching them. Each connection type belongs to one
+//! driver (the trait's `Driver`), which feeds it I/O progress its own way: readiness
+//! events here, completions for the io_uring connection (`uring::conn`). The HTTP/1.1
+//! state they share — requests in flight, the parser, the read window — is `http1`.
 //!
 //! Why a hand-written client rather than hyper/reqwest: a load generator's hot path is
 //! one `write` of pre-serialized bytes, one `read` into a reused buffer, an in-place
@@ -25,17 +28,15 @@
 //! kind [`ErrorKind::Tls`], with the reason kept for the report
 //! ([`Connection::take_failure`]).
 
-use crate::parse::{Completed, ResponseParser, MAX_HEAD};
+use crate::epoll::EpollDriver;
+use crate::http1::{Exchange, INITIAL_BUF};
+use crate::parse::Completed;
 use crate::request::{Group, Prepared};
 use crate::transport::{is_tls_failure, TlsStream, Transport};
 use mio::net::TcpStream;
-use mio::{Interest, Registry, Token};
-use std::collections::VecDeque;
+use mio::{Interest, Token};
 use std::io;
 use std::time::Instant;
-
-/// Initial read buffer; grows to hold a head up to 64 KiB when one needs it.
-const INITIAL_BUF: usize = 16 * 1024;
 
 /// Kinds of failed requests, as reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,17 +92,23 @@ pub(crate) enum Progress {
     ClosedIdle,
 }
 
-/// A client connection, whatever the protocol.
+/// A client connection, whatever the protocol and whatever moves its bytes: the part
+/// the load models and the worker's bookkeeping see. How I/O progress reaches a
+/// connection (readiness events, completions) is its driver's business
+/// (`epoll`, `uring`).
 pub(crate) trait Connection {
+    /// The I/O driver whose operations this connection goes through.
+    type Driver;
     /// A new, unconnected connection.
     fn new(pipeline: usize) -> Self;
-    /// Starts a non-blocking connect to `group`'s address (with TLS when the group has
-    /// it) and registers the socket under `token`.
+    /// Starts a non-blocking connect of slot `slot` to `group` (the run's group number
+    /// `group_index`), with TLS when the group has it.
     fn connect(
         &mut self,
-        registry: &Registry,
-        token: Token,
+        driver: &mut Self::Driver,
+        slot: usize,
         group: &Group,
+        group_index: usize,
         now: Instant,
     ) -> io::Result<()>;
     /// Current state.
@@ -117,23 +124,14 @@ pub(crate) trait Connection {
     /// Writes request `target` (`batch`: the pipelined batch of `count` requests).
     fn send(
         &mut self,
+        driver: &mut Self::Driver,
         prepared: &Prepared,
         target: usize,
         batch: bool,
         sent: Sent,
     ) -> Result<(), ErrorKind>;
-    /// Handles readiness; completed responses are pushed to `done`. `hangup`: the
-    /// event also reported the peer's close or an error (read to the end).
-    fn on_event(
-        &mut self,
-        readable: bool,
-        writable: bool,
-        hangup: bool,
-        prepared: &Prepared,
-        done: &mut Vec<(Sent, Completed)>,
-    ) -> Result<Progress, ErrorKind>;
     /// Drops the socket; returns the requests that were in flight.
-    fn drop_socket(&mut self) -> usize;
+    fn drop_socket(&mut self, driver: &mut Self::Driver) -> usize;
     /// Why the connection failed, when it said [`ErrorKind::Tls`] (taken once).
     fn take_failure(&mut self) -> Option<String>;
 }
@@ -146,7 +144,7 @@ struct PendingWrite {
     offset: usize,
 }
 
-/// An HTTP/1.1 connection with optional pipelining.
+/// An HTTP/1.1 connection with optional pipelining, driven by readiness (epoll).
 #[derive(Debug)]
 pub(crate) struct Http1Conn {
     stream: Option<Transport>,
@@ -155,12 +153,8 @@ pub(crate) struct Http1Conn {
     handshaking: bool,
     connect_started: Instant,
     buf: Vec<u8>,
-    start: usize,
-    end: usize,
-    parser: ResponseParser,
-    in_flight: VecDeque<Sent>,
+    x: Exchange,
     write: Option<PendingWrite>,
-    closing: bool,
 }
 
 fn io_kind(e: &io::Error) -> ErrorKind {
@@ -200,67 +194,21 @@ impl Http1Conn {
         Ok(())
     }
 
-    /// Parses what is buffered; pushes completions.
-    fn process(&mut self, done: &mut Vec<(Sent, Completed)>) -> Result<(), ErrorKind> {
-        while self.start < self.end {
-            let Some(front) = self.in_flight.front() else {
-                return Err(ErrorKind::Malformed); // bytes nobody asked for
-            };
-            let head = front.head;
-            let (n, complete) = self
-                .parser
-                .feed(&self.buf[self.start..self.end], head)
-                .map_err(|_| ErrorKind::Malformed)?;
-            self.start += n;
-            match complete {
-                Some(c) => {
-                    let sent = self.in_flight.pop_front().expect("front checked above");
-                    done.push((sent, c));
-                    if c.close {
-                        self.closing = true;
-                        self.start = self.end; // anything after a closing response is ignored
-                    }
-                }
-                None => break,
-            }
-        }
-        if self.start == self.end {
-            self.start = 0;
-            self.end = 0;
-        }
-        Ok(())
-    }
-
-    /// Makes room at the end of the buffer: compacts a partial head to the front, and
-    /// grows the buffer (once) for heads larger than the initial size.
-    fn make_room(&mut self) {
-        if self.end < self.buf.len() {
-            return;
-        }
-        if self.start > 0 {
-            self.buf.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
-        } else if self.buf.len() < MAX_HEAD + 1024 {
-            self.buf.resize(MAX_HEAD + 1024, 0);
-        }
-    }
-
     fn read_available(
         &mut self,
         done: &mut Vec<(Sent, Completed)>,
         hangup: bool,
     ) -> Result<Progress, ErrorKind> {
         loop {
-            self.make_room();
-            let space = self.buf.len() - self.end;
+            self.x.make_room(&mut self.buf);
+            let space = self.buf.len() - self.x.end;
             let stream = self.stream.as_mut().ok_or(ErrorKind::Closed)?;
-            match stream.read(&mut self.buf[self.end..]) {
-                Ok(0) => return self.on_eof(done),
+            match stream.read(&mut self.buf[self.x.end..]) {
+                Ok(0) => return self.x.on_eof(done, self.write.is_some()),
                 Ok(n) => {
-                    self.end += n;
-                    self.process(done)?;
-                    if self.closing {
+                    self.x.end += n;
+                    self.x.process(&self.buf, done)?;
+                    if self.x.closing {
                         return Ok(Progress::Moved);
                     }
                     if n < space
@@ -300,103 +248,9 @@ impl Http1Conn {
         }
     }
 
-    fn on_eof(&mut self, done: &mut Vec<(Sent, Completed)>) -> Result<Progress, ErrorKind> {
-        if let Some(c) = self.parser.eof() {
-            if let Some(sent) = self.in_flight.pop_front() {
-                done.push((sent, c));
-            }
-        }
-        self.closing = true;
-        if self.in_flight.is_empty() && self.write.is_none() {
-            if done.is_empty() {
-                return Ok(Progress::ClosedIdle);
-            }
-            return Ok(Progress::Moved);
-        }
-        Err(ErrorKind::Closed)
-    }
-}
-
-impl Connection for Http1Conn {
-    fn new(pipeline: usize) -> Self {
-        Http1Conn {
-            stream: None,
-            state: ConnState::Down,
-            handshaking: false,
-            connect_started: Instant::now(),
-            buf: Vec::new(),
-            start: 0,
-            end: 0,
-            parser: ResponseParser::default(),
-            in_flight: VecDeque::with_capacity(pipeline.max(1)),
-            write: None,
-            closing: false,
-        }
-    }
-
-    fn connect(
-        &mut self,
-        registry: &Registry,
-        token: Token,
-        group: &Group,
-        now: Instant,
-    ) -> io::Result<()> {
-        self.drop_socket();
-        if self.buf.is_empty() {
-            self.buf = vec![0; INITIAL_BUF];
-        }
-        let mut stream = TcpStream::connect(group.addr)?;
-        stream.set_nodelay(true)?;
-        registry.register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)?;
-        self.stream = Some(match &group.tls {
-            None => Transport::Plain(stream),
-            Some(tls) => Transport::Tls(Box::new(TlsStream::new(tls, stream)?)),
-        });
-        self.state = ConnState::Connecting;
-        self.connect_started = now;
-        Ok(())
-    }
-
-    fn state(&self) -> ConnState {
-        self.state
-    }
-
-    fn connect_started(&self) -> Instant {
-        self.connect_started
-    }
-
-    fn in_flight(&self) -> usize {
-        self.in_flight.len()
-    }
-
-    fn oldest(&self) -> Option<&Sent> {
-        self.in_flight.front()
-    }
-
-    fn closing(&self) -> bool {
-        self.closing
-    }
-
-    fn send(
-        &mut self,
-        prepared: &Prepared,
-        target: usize,
-        batch: bool,
-        sent: Sent,
-    ) -> Result<(), ErrorKind> {
-        let n = if batch { prepared.pipeline } else { 1 };
-        for _ in 0..n {
-            self.in_flight.push_back(sent);
-        }
-        self.write = Some(PendingWrite {
-            target,
-            batch,
-            offset: 0,
-        });
-        self.flush(prepared)
-    }
-
-    fn on_event(
+    /// Handles readiness; completed responses are pushed to `done`. `hangup`: the
+    /// event also reported the peer's close or an error (read to the end).
+    pub fn on_event(
         &mut self,
         readable: bool,
         writable: bool,
@@ -444,19 +298,94 @@ impl Connection for Http1Conn {
             }
         }
     }
+}
 
-    fn drop_socket(&mut self) -> usize {
-        let n = self.in_flight.len();
+impl Connection for Http1Conn {
+    type Driver = EpollDriver;
+
+    fn new(pipeline: usize) -> Self {
+        Http1Conn {
+            stream: None,
+            state: ConnState::Down,
+            handshaking: false,
+            connect_started: Instant::now(),
+            buf: Vec::new(),
+            x: Exchange::new(pipeline),
+            write: None,
+        }
+    }
+
+    fn connect(
+        &mut self,
+        driver: &mut EpollDriver,
+        slot: usize,
+        group: &Group,
+        _group_index: usize,
+        now: Instant,
+    ) -> io::Result<()> {
+        self.drop_socket(driver);
+        if self.buf.is_empty() {
+            self.buf = vec![0; INITIAL_BUF];
+        }
+        let mut stream = TcpStream::connect(group.addr)?;
+        stream.set_nodelay(true)?;
+        driver.poll.registry().register(
+            &mut stream,
+            Token(slot),
+            Interest::READABLE | Interest::WRITABLE,
+        )?;
+        self.stream = Some(match &group.tls {
+            None => Transport::Plain(stream),
+            Some(tls) => Transport::Tls(Box::new(TlsStream::new(tls, stream)?)),
+        });
+        self.state = ConnState::Connecting;
+        self.connect_started = now;
+        Ok(())
+    }
+
+    fn state(&self) -> ConnState {
+        self.state
+    }
+
+    fn connect_started(&self) -> Instant {
+        self.connect_started
+    }
+
+    fn in_flight(&self) -> usize {
+        self.x.in_flight.len()
+    }
+
+    fn oldest(&self) -> Option<&Sent> {
+        self.x.in_flight.front()
+    }
+
+    fn closing(&self) -> bool {
+        self.x.closing
+    }
+
+    fn send(
+        &mut self,
+        _driver: &mut EpollDriver,
+        prepared: &Prepared,
+        target: usize,
+        batch: bool,
+        sent: Sent,
+    ) -> Result<(), ErrorKind> {
+        self.x.push(sent, if batch { prepared.pipeline } else { 1 });
+        self.write = Some(PendingWrite {
+            target,
+            batch,
+            offset: 0,
+        });
+        self.flush(prepared)
+    }
+
+    fn drop_socket(&mut self, _driver: &mut EpollDriver) -> usize {
         self.stream = None; // closing the fd also removes it from the epoll set
         self.state = ConnState::Down;
         self.handshaking = false;
-        self.in_flight.clear();
         self.write = None;
-        self.closing = false;
-        self.parser.reset();
-        self.start = 0;
-        self.end = 0;
-        n
+        self.x.reset()
     }
 
     fn take_failure(&mut self) -> Option<String> {

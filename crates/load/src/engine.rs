@@ -5,15 +5,17 @@
 //! phase; a ramp or a knee search is a sequence of phases.
 
 use crate::closed::ClosedLoop;
-use crate::conn::Http1Conn;
+use crate::epoll::EpollDriver;
 use crate::error::LoadError;
 use crate::hdrlog::HdrLog;
+use crate::io::Io;
 use crate::observe::Observer;
 use crate::open::OpenLoop;
 use crate::record::{new_histogram, Msg, Totals};
 use crate::request::Prepared;
 use crate::series::{SecondMerger, SecondPoint};
-use crate::worker::{Model, Worker, WorkerConfig};
+use crate::uring::UringDriver;
+use crate::worker::{Driver, Model, Worker, WorkerConfig};
 use hdrhistogram::Histogram;
 use std::sync::atomic::AtomicI64;
 use std::sync::{mpsc, Arc};
@@ -31,6 +33,8 @@ pub(crate) struct Phase {
     pub warmup: Duration,
     pub timeout: Duration,
     pub connect_timeout: Duration,
+    /// The I/O driver of the workers.
+    pub io: Io,
 }
 
 /// What a phase measured.
@@ -74,6 +78,7 @@ pub(crate) fn run_phase(
         .requests
         .map(|n| Arc::new(AtomicI64::new(n.min(i64::MAX as u64) as i64)));
     let mut handles = Vec::with_capacity(threads);
+    let phase_io = phase.io;
     for i in 0..threads {
         let model = match phase.rate {
             Some(rate) => {
@@ -99,7 +104,10 @@ pub(crate) fn run_phase(
         };
         let handle = std::thread::Builder::new()
             .name(format!("perflab-load-{i}"))
-            .spawn(move || Worker::<Http1Conn>::new(cfg, model)?.run())
+            .spawn(move || match phase_io {
+                Io::Epoll => work::<EpollDriver>(cfg, model),
+                Io::Uring => work::<UringDriver>(cfg, model),
+            })
             .map_err(|source| LoadError::Io {
                 what: "cannot start a worker thread",
                 source,
@@ -121,6 +129,12 @@ pub(crate) fn run_phase(
         }
     }
     result
+}
+
+/// One worker thread's life: its driver is set up on the thread that uses it (an
+/// io_uring is created for a single issuer).
+fn work<D: Driver>(cfg: WorkerConfig, model: Model) -> std::io::Result<()> {
+    Worker::<D>::new(cfg, model)?.run()
 }
 
 /// Receives ticks until every worker is done.

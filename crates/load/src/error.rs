@@ -79,6 +79,11 @@ pub enum LoadError {
     /// The HdrHistogram interval log could not be written.
     #[error("cannot write the interval log `{path}`: {reason}")]
     HdrLog { path: PathBuf, reason: String },
+    /// `--io uring` was asked for and this kernel (or sandbox) does not allow it.
+    #[error(
+        "io_uring is not available: {0} (run with --io epoll, or --io auto to fall back to it)"
+    )]
+    Uring(String),
     /// A worker thread panicked (a bug: please report it).
     #[error("a load worker thread panicked")]
     WorkerPanicked,

@@ -11,9 +11,12 @@
 //!
 //! Shape: a [`LoadSpec`] (flags or an experiment table) is validated and turned into
 //! pre-serialized requests (`request`); each *phase* (`engine`) runs one event loop per
-//! thread (`worker`) over non-blocking sockets on epoll, driven by a load model —
-//! closed loop (`closed`) or open loop with coordinated-omission correction (`open`),
-//! whose schedule is kept by a nanosecond `timerfd` (`timer`).
+//! thread (`worker`), driven by a load model — closed loop (`closed`) or open loop with
+//! coordinated-omission correction (`open`), whose schedule is kept by a nanosecond
+//! `timerfd` (`timer`). The loop's I/O is a driver picked per run in one place (`io`):
+//! epoll readiness over non-blocking sockets (`epoll`), or, for plain-http closed
+//! loops, io_uring completions batched per wake-up with latency from kernel receive
+//! timestamps (`uring`).
 //! Ramps (`ramp`) and the knee search (`findmax`) are sequences of phases. Connections
 //! sit behind a trait (`conn`) so an HTTP/2 client can join the HTTP/1.1 one; their
 //! bytes travel over plain TCP or, for `https://`, over rustls (`transport`), set up
@@ -25,9 +28,12 @@ mod closed;
 mod conn;
 mod cpu;
 mod engine;
+mod epoll;
 mod error;
 mod findmax;
 mod hdrlog;
+mod http1;
+mod io;
 mod observe;
 mod open;
 mod parse;
@@ -44,12 +50,14 @@ mod timer;
 mod tls;
 mod transport;
 mod units;
+mod uring;
 mod url;
 mod worker;
 
 pub use cpu::SATURATION;
 pub use error::{LoadError, SpecError};
 pub use findmax::DEFAULT_START_RATE;
+pub use io::{uring_support, Io, IoChoice};
 pub use observe::{NoObserver, Observer};
 pub use open::LATE_AFTER;
 pub use report::{ErrorKinds, Errors, Latency, Mode, Report, Step, SATURATED_WARNING};
@@ -98,6 +106,7 @@ pub fn run_with(spec: &LoadSpec, observer: &mut dyn Observer) -> Result<Report, 
         warmup: spec.warmup,
         timeout: spec.timeout,
         connect_timeout: spec.connect_timeout,
+        io: io::select(spec, &prepared)?,
     };
     let report = if spec.find_max {
         findmax::run(spec, &prepared, &base, &mut ctx)?
@@ -117,5 +126,7 @@ pub fn run_with(spec: &LoadSpec, observer: &mut dyn Observer) -> Result<Report, 
     if let Some(log) = ctx.hdr_log.take() {
         log.finish()?;
     }
+    let mut report = report;
+    report.io = base.io;
     Ok(report)
 }

@@ -11,7 +11,7 @@
 //! server latency.
 
 use crate::conn::{ConnState, Connection, ErrorKind};
-use crate::worker::Core;
+use crate::worker::{Core, Driver};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
@@ -73,7 +73,7 @@ impl OpenLoop {
     }
 
     /// Slot `i` is connected and free.
-    pub fn on_ready<C: Connection>(&mut self, core: &mut Core<C>, i: usize) {
+    pub fn on_ready<D: Driver>(&mut self, core: &mut Core<D>, i: usize) {
         let slot = &mut core.slots[i];
         if !slot.idle {
             slot.idle = true;
@@ -83,7 +83,7 @@ impl OpenLoop {
 
     /// Queues what is due, expires what waited too long, sends on free connections,
     /// and opens connections while requests wait.
-    pub fn dispatch<C: Connection>(&mut self, core: &mut Core<C>, now: Instant) {
+    pub fn dispatch<D: Driver>(&mut self, core: &mut Core<D>, now: Instant) {
         while self.next <= now {
             self.pending.push_back(self.next);
             self.k += 1;

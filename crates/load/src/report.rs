@@ -10,6 +10,7 @@
 use crate::conn::ErrorKind;
 use crate::cpu::SATURATION;
 use crate::engine::PhaseResult;
+use crate::io::Io;
 use crate::record::{new_histogram, Totals, STATUS_SLOTS};
 use crate::series::SecondPoint;
 use crate::siege::Siege;
@@ -157,6 +158,8 @@ pub struct Report {
     /// Why the first TLS failure happened, when there was one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tls_failure: Option<String>,
+    /// The I/O engine that ran the connections: `epoll` or `uring`.
+    pub io: Io,
     #[serde(skip)]
     histogram: Histogram<u64>,
     #[serde(skip)]
@@ -270,6 +273,7 @@ impl Report {
             series,
             warnings,
             tls_failure: totals.tls_failure,
+            io: Io::Epoll,
             histogram: hist,
             histogram_uncorrected: unc,
         }

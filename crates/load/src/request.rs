@@ -7,6 +7,7 @@
 //! per run, see `tls`).
 
 use crate::error::SpecError;
+use crate::io::{uring_misfit, IoChoice};
 use crate::spec::LoadSpec;
 use crate::tls::{client_config, server_name, TlsTarget};
 use crate::url::{Scheme, Target};
@@ -130,6 +131,11 @@ pub(crate) fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
                 }),
                 targets: vec![i],
             }),
+        }
+    }
+    if spec.io == IoChoice::Uring {
+        if let Some(why) = uring_misfit(spec, groups.iter().any(|g| g.tls.is_some())) {
+            return Err(SpecError::Conflict(why.into()));
         }
     }
     Ok(Prepared {

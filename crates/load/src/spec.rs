@@ -8,9 +8,10 @@
 //! different test). [`LoadSpec::validate`] checks every value before anything is sent.
 
 use crate::error::SpecError;
+use crate::io::{uring_misfit, IoChoice};
 use crate::slo::Slo;
 use crate::units::{check_rate, parse_duration, parse_fraction, parse_rate};
-use crate::url::Target;
+use crate::url::{Scheme, Target};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -126,6 +127,9 @@ pub struct LoadSpec {
     pub insecure: bool,
     /// `https://`: also trust the CA certificates of this PEM file.
     pub cacert: Option<PathBuf>,
+    /// The I/O engine (default: io_uring for plain-http closed loops where the kernel
+    /// allows it, epoll otherwise; see `io`).
+    pub io: IoChoice,
 }
 
 impl Default for LoadSpec {
@@ -157,6 +161,7 @@ impl Default for LoadSpec {
             hdr_log: None,
             insecure: false,
             cacert: None,
+            io: IoChoice::Auto,
         }
     }
 }
@@ -177,6 +182,14 @@ impl LoadSpec {
             (None, Some(_)) => None,
             (None, None) => Some(Duration::from_secs(10)),
         }
+    }
+
+    /// Whether every phase of the run is closed-loop (no rate, no knee search, no ramp
+    /// over the rate).
+    pub fn is_closed_loop(&self) -> bool {
+        self.rate.is_none()
+            && !self.find_max
+            && !matches!(&self.ramp, Some(r) if r.over == RampOver::Rate)
     }
 
     /// Effective threads for `connections` connections.
@@ -275,10 +288,7 @@ impl LoadSpec {
                 "a fraction in [0, 1]",
             ));
         }
-        let open = self.rate.is_some()
-            || self.find_max
-            || matches!(&self.ramp, Some(r) if r.over == RampOver::Rate);
-        if open && self.pipeline > 1 {
+        if !self.is_closed_loop() && self.pipeline > 1 {
             return Err(SpecError::Conflict(
                 "pipelining is for closed-loop runs only (drop --pipeline or --rate)".into(),
             ));
@@ -310,6 +320,16 @@ impl LoadSpec {
             return Err(SpecError::Conflict(
                 "--find-max searches a rate; it cannot ramp connections".into(),
             ));
+        }
+        if self.io == IoChoice::Uring {
+            // URLs of a URL file are checked once it is read (`request::prepare`).
+            let tls = self
+                .urls
+                .iter()
+                .any(|u| Target::parse(u).is_ok_and(|t| t.scheme == Scheme::Https));
+            if let Some(why) = uring_misfit(self, tls) {
+                return Err(SpecError::Conflict(why.into()));
+            }
         }
         Ok(())
     }
@@ -369,6 +389,7 @@ struct RawSpec {
     hdr_log: Option<PathBuf>,
     insecure: Option<bool>,
     cacert: Option<PathBuf>,
+    io: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -461,6 +482,12 @@ impl TryFrom<RawSpec> for LoadSpec {
             hdr_log: r.hdr_log,
             insecure: r.insecure.unwrap_or(false),
             cacert: r.cacert,
+            io: r
+                .io
+                .as_deref()
+                .map(IoChoice::parse)
+                .transpose()?
+                .unwrap_or_default(),
         };
         spec.validate()?;
         Ok(spec)

@@ -22,8 +22,10 @@ pub fn render(r: &Report) -> String {
         &mut s,
         "Mode",
         format!(
-            "{mode}, {} connections, {} threads",
-            r.connections, r.threads
+            "{mode}, {} connections, {} threads, {}",
+            r.connections,
+            r.threads,
+            r.io.name()
         ),
     );
     row(&mut s, "Requests", format!("{:>12}", r.requests));

@@ -1,24 +1,16 @@
-//! One worker thread: an event loop (mio/epoll) over its share of the connections.
+//! One worker thread: an event loop over its share of the connections.
 //!
-//! [`Core`] owns what every load model needs — the poll instance, the connections, the
-//! recorder, reconnect and timeout handling — and [`Worker`] runs the loop and lets the
-//! model ([`ClosedLoop`] or [`OpenLoop`]) decide when a request is sent. Generic over
-//! [`Connection`] so another protocol plugs in without touching the loop.
-//!
-//! Waiting: the loop sleeps in `Poll::poll`, whose timeout mio hands to `epoll_wait` in
-//! whole milliseconds, rounded up. That is fine for the coarse deadlines — the timeout
-//! and back-off scan every [`SCAN_EVERY`], the once-a-second tick, the start of
-//! recording and the end — none of which is measured against. It is not fine for the
-//! open loop's schedule: latency is measured from each request's intended send time,
-//! so every microsecond a send is late is charged to the server, and a rounded timeout
-//! sent requests up to ~1 ms late. So an open-loop worker also registers a
-//! [`SendTimer`] (a `timerfd` with an absolute, nanosecond deadline) armed for the next
-//! intended send, and leaves that deadline out of the poll timeout: the poll wakes
-//! when the request is due, within the kernel's wake-up latency (µs), without
-//! spinning. The other deadlines stay on the poll timeout rather than moving onto the
-//! timer, so the timer is re-armed only when the schedule moves on (once per request),
-//! not for every deadline, and the closed loop, which has no schedule, keeps no timer
-//! and runs exactly as before.
+//! [`Core`] owns what every load model and every I/O driver needs — the connections,
+//! the recorder, the driver, reconnects with back-off, failure accounting — and
+//! [`Worker`] runs the loop: the coarse deadlines (record start, the once-a-second
+//! tick, the timeout and back-off scan every [`SCAN_EVERY`], the end), the load model
+//! ([`ClosedLoop`] or [`OpenLoop`]) that decides when a request is sent, and what a
+//! connection's progress means ([`Worker::progress`]). The I/O itself is a [`Driver`]:
+//! it sleeps until something happens (or the nearest deadline) and hands each
+//! connection's progress back. Two exist — `epoll` (readiness, every load model,
+//! plain and TLS) and `uring` (completions, plain-http closed loop) — and `io` picks
+//! one per run; the bookkeeping here is theirs in common, so timeouts, reconnects,
+//! back-off and error kinds cannot drift apart between them.
 
 use crate::closed::ClosedLoop;
 use crate::conn::{ConnState, Connection, ErrorKind, Progress, Sent};
@@ -27,19 +19,15 @@ use crate::open::OpenLoop;
 use crate::parse::Completed;
 use crate::record::{Msg, Recorder};
 use crate::request::Prepared;
-use crate::timer::SendTimer;
-use mio::{Events, Poll, Token};
 use std::io;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How often connect and request timeouts (and reconnect back-offs) are checked.
-const SCAN_EVERY: Duration = Duration::from_millis(10);
+pub(crate) const SCAN_EVERY: Duration = Duration::from_millis(10);
 /// Longest back-off between connect attempts after repeated connect failures.
 const MAX_BACKOFF: Duration = Duration::from_millis(100);
-/// The open loop's send timer's token (connections use their slot index).
-const TIMER: Token = Token(usize::MAX);
 
 /// What a worker is told to do.
 pub(crate) struct WorkerConfig {
@@ -59,6 +47,20 @@ pub(crate) enum Model {
     Open(OpenLoop),
 }
 
+/// An I/O driver: how a worker waits for and learns about its connections' I/O.
+pub(crate) trait Driver: Sized {
+    /// The connection type the driver moves bytes for.
+    type Conn: Connection<Driver = Self>;
+    /// Sets the driver up for a worker (`open_loop`: the model has a send schedule).
+    fn new(cfg: &WorkerConfig, open_loop: bool) -> io::Result<Self>;
+    /// The open loop's next intended send time: wake up for it, precisely.
+    fn wake_at(&mut self, at: Instant) -> io::Result<()>;
+    /// One turn of the loop (`now`: read at its start): sleeps until I/O progresses or
+    /// `deadline` passes, then hands every connection's progress to the worker
+    /// ([`Core::record_done`], [`Worker::progress`]).
+    fn turn(w: &mut Worker<Self>, now: Instant, deadline: Instant) -> io::Result<()>;
+}
+
 /// One connection and its bookkeeping.
 pub(crate) struct Slot<C> {
     pub conn: C,
@@ -73,26 +75,29 @@ pub(crate) struct Slot<C> {
 }
 
 /// The model-independent part of a worker.
-pub(crate) struct Core<C> {
+pub(crate) struct Core<D: Driver> {
+    /// First field: dropped first, so a driver that lends memory to the kernel can take
+    /// it back before anything else goes.
+    pub driver: D,
+    pub slots: Vec<Slot<D::Conn>>,
     pub cfg: WorkerConfig,
-    poll: Poll,
-    pub slots: Vec<Slot<C>>,
     pub rec: Recorder,
-    done: Vec<(Sent, Completed)>,
+    /// Responses completed by the connection being handled, before they are recorded.
+    pub done: Vec<(Sent, Completed)>,
     pub recording: bool,
     pub connecting: usize,
     rng: u64,
     cpu_start: Duration,
 }
 
-impl<C: Connection> Core<C> {
+impl<D: Driver> Core<D> {
     /// Adds a connection and starts connecting it; returns its index and an immediate
     /// connect failure, if any.
     pub fn add_conn(&mut self, now: Instant) -> (usize, Option<ErrorKind>) {
         let i = self.slots.len();
         let groups = self.cfg.prepared.groups.len();
         self.slots.push(Slot {
-            conn: C::new(self.cfg.prepared.pipeline),
+            conn: D::Conn::new(self.cfg.prepared.pipeline),
             group: (i + self.cfg.thread) % groups,
             cursor: 0,
             retry_at: None,
@@ -107,11 +112,9 @@ impl<C: Connection> Core<C> {
     /// Starts (re)connecting slot `i`; an immediate failure counts as a connect error.
     pub fn start_connect(&mut self, i: usize, now: Instant) -> Option<ErrorKind> {
         let slot = &mut self.slots[i];
-        let group = &self.cfg.prepared.groups[slot.group];
-        match slot
-            .conn
-            .connect(self.poll.registry(), Token(i), group, now)
-        {
+        let gi = slot.group;
+        let group = &self.cfg.prepared.groups[gi];
+        match slot.conn.connect(&mut self.driver, i, group, gi, now) {
             Ok(()) => {
                 self.connecting += 1;
                 None
@@ -128,7 +131,7 @@ impl<C: Connection> Core<C> {
         }
         slot.idle = false;
         slot.served = false;
-        slot.conn.drop_socket() as u64
+        slot.conn.drop_socket(&mut self.driver) as u64
     }
 
     /// Picks the next URL for slot `i` (round-robin or random within its group).
@@ -169,13 +172,34 @@ impl<C: Connection> Core<C> {
             record,
             head: prepared.targets[t].head,
         };
-        self.slots[i].conn.send(prepared, t, batch, sent)
+        self.slots[i]
+            .conn
+            .send(&mut self.driver, prepared, t, batch, sent)
     }
 
-    /// Handles a failure of slot `i`. Returns whether it was a connect failure (the
-    /// model then accounts for the request it could not send). A failed TLS handshake
-    /// is one; a TLS failure on an open connection fails its requests like a reset.
-    fn fail(&mut self, i: usize, kind: ErrorKind, now: Instant, reconnect: bool) -> bool {
+    /// Records the responses slot `i` just completed (in `done`) as completed at `at`.
+    #[inline]
+    pub fn record_done(&mut self, i: usize, at: Instant) {
+        if self.done.is_empty() {
+            return;
+        }
+        self.slots[i].served = true;
+        for (sent, c) in self.done.drain(..) {
+            self.rec.response(&sent, at, &c);
+        }
+    }
+
+    /// Handles a failure of slot `i`. Returns the kind of a connect failure, which the
+    /// caller counts once the model has accounted for the request it could not send (a
+    /// request-count run with no request left counts none). A failed TLS handshake is
+    /// one; a TLS failure on an open connection fails its requests like a reset.
+    fn fail(
+        &mut self,
+        i: usize,
+        kind: ErrorKind,
+        now: Instant,
+        reconnect: bool,
+    ) -> Option<ErrorKind> {
         let handshake = self.slots[i].conn.state() == ConnState::Connecting;
         let tls_failure = match kind {
             ErrorKind::Tls => self.slots[i].conn.take_failure(),
@@ -192,13 +216,11 @@ impl<C: Connection> Core<C> {
             self.rec.totals.tls_failure = tls_failure;
         }
         if connect {
-            if self.recording {
-                self.rec.error(kind, 1);
-            }
             let slot = &mut self.slots[i];
             slot.streak = slot.streak.saturating_add(1);
             let backoff = Duration::from_millis(1 << slot.streak.min(7)).min(MAX_BACKOFF);
             slot.retry_at = reconnect.then_some(now + backoff);
+            Some(kind)
         } else {
             if self.recording && in_flight > 0 {
                 self.rec.error(kind, in_flight);
@@ -208,8 +230,8 @@ impl<C: Connection> Core<C> {
                     return self.fail(i, k, now, reconnect);
                 }
             }
+            None
         }
-        connect
     }
 
     /// Requests in flight on all connections.
@@ -219,32 +241,20 @@ impl<C: Connection> Core<C> {
 }
 
 /// A worker thread's state.
-pub(crate) struct Worker<C> {
-    core: Core<C>,
+pub(crate) struct Worker<D: Driver> {
+    pub core: Core<D>,
     model: Model,
-    /// The open loop's send timer (none in the closed loop).
-    timer: Option<SendTimer>,
-    events: Events,
-    ready: Vec<(usize, bool, bool, bool)>,
 }
 
-impl<C: Connection> Worker<C> {
+impl<D: Driver> Worker<D> {
     pub fn new(cfg: WorkerConfig, model: Model) -> io::Result<Self> {
         let open = matches!(model, Model::Open(_));
         let rec = Recorder::new(cfg.thread, cfg.tx.clone(), open, cfg.record_start);
         let rng =
             0x9E37_79B9_7F4A_7C15 ^ (cfg.thread as u64 + 1).wrapping_mul(0x2545_F491_4F6C_DD1D);
-        let poll = Poll::new()?;
-        let timer = if open {
-            let t = SendTimer::new()?;
-            t.register(poll.registry(), TIMER)?;
-            Some(t)
-        } else {
-            None
-        };
         Ok(Worker {
             core: Core {
-                poll,
+                driver: D::new(&cfg, open)?,
                 slots: Vec::with_capacity(cfg.connections),
                 rec,
                 done: Vec::with_capacity(64),
@@ -255,9 +265,6 @@ impl<C: Connection> Worker<C> {
                 cfg,
             },
             model,
-            timer,
-            events: Events::with_capacity(1024),
-            ready: Vec::with_capacity(1024),
         })
     }
 
@@ -291,34 +298,12 @@ impl<C: Connection> Worker<C> {
                 while let Some((i, kind)) = self.open_failure() {
                     self.fail(i, kind);
                 }
-                if let (Model::Open(ol), Some(t)) = (&self.model, &mut self.timer) {
-                    t.arm(ol.next_send())?;
+                if let Model::Open(ol) = &self.model {
+                    self.core.driver.wake_at(ol.next_send())?;
                 }
             }
-            let timeout = self.poll_timeout(now, next_scan);
-            if let Err(e) = self.core.poll.poll(&mut self.events, Some(timeout)) {
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(e);
-            }
-            self.ready.clear();
-            for ev in self.events.iter() {
-                if ev.token() == TIMER {
-                    if let Some(t) = &mut self.timer {
-                        t.fired();
-                    }
-                    continue;
-                }
-                let hangup = ev.is_read_closed() || ev.is_error();
-                let writable = ev.is_writable() || ev.is_error();
-                self.ready
-                    .push((ev.token().0, ev.is_readable(), writable, hangup));
-            }
-            for k in 0..self.ready.len() {
-                let (i, r, w, h) = self.ready[k];
-                self.handle(i, r, w, h);
-            }
+            let deadline = self.deadline(next_scan);
+            D::turn(&mut self, now, deadline)?;
         }
         self.finish();
         Ok(())
@@ -339,42 +324,25 @@ impl<C: Connection> Worker<C> {
         }
     }
 
-    /// How long the poll may sleep: until the nearest coarse deadline. The open loop's
-    /// next send is not one of them: its [`SendTimer`] wakes the poll.
-    fn poll_timeout(&self, now: Instant, next_scan: Instant) -> Duration {
+    /// Until when the driver may sleep: the nearest coarse deadline. The open loop's
+    /// next send is not one of them: the driver wakes for it ([`Driver::wake_at`]).
+    fn deadline(&self, next_scan: Instant) -> Instant {
         let c = &self.core;
         let mut deadline = next_scan;
         if let Some(e) = c.cfg.end {
             deadline = deadline.min(e);
         }
-        deadline = deadline.min(if c.recording {
+        deadline.min(if c.recording {
             c.rec.next_tick()
         } else {
             c.cfg.record_start
-        });
-        deadline.saturating_duration_since(now)
+        })
     }
 
-    fn handle(&mut self, i: usize, readable: bool, writable: bool, hangup: bool) {
+    /// What the I/O on slot `i` came to (its completions already recorded): a connect
+    /// completed, bytes moved, the idle socket was closed by the peer, or a failure.
+    pub fn progress(&mut self, i: usize, res: Result<Progress, ErrorKind>, now: Instant) {
         let core = &mut self.core;
-        let Some(slot) = core.slots.get_mut(i) else {
-            return;
-        };
-        let res = slot.conn.on_event(
-            readable,
-            writable,
-            hangup,
-            &core.cfg.prepared,
-            &mut core.done,
-        );
-        // One clock read serves the completions and the next send.
-        let now = Instant::now();
-        if !core.done.is_empty() {
-            slot.served = true;
-            for (sent, c) in core.done.drain(..) {
-                core.rec.response(&sent, now, &c);
-            }
-        }
         let slot = &mut core.slots[i];
         match res {
             Ok(Progress::Connected) => {
@@ -434,10 +402,18 @@ impl<C: Connection> Worker<C> {
     fn fail(&mut self, i: usize, kind: ErrorKind) {
         let reconnect = self.wants_connections();
         let recording = self.core.recording;
-        if self.core.fail(i, kind, Instant::now(), reconnect) && recording {
-            match &mut self.model {
-                Model::Closed(cl) => cl.consume_failed(),
-                Model::Open(ol) => ol.consume_failed(),
+        if let Some(kind) = self.core.fail(i, kind, Instant::now(), reconnect) {
+            if recording {
+                let counted = match &mut self.model {
+                    Model::Closed(cl) => cl.consume_failed(),
+                    Model::Open(ol) => {
+                        ol.consume_failed();
+                        true
+                    }
+                };
+                if counted {
+                    self.core.rec.error(kind, 1);
+                }
             }
         }
     }
@@ -477,9 +453,7 @@ impl<C: Connection> Worker<C> {
 
     /// Counts what is cut off by the end, measures CPU, reports.
     fn finish(self) {
-        let Worker {
-            mut core, model, ..
-        } = self;
+        let Worker { mut core, model } = self;
         let now = Instant::now();
         if core.recording {
             let in_flight: u64 = core
@@ -497,6 +471,9 @@ impl<C: Connection> Worker<C> {
             core.rec.totals.wall = now.saturating_duration_since(core.cfg.record_start);
         }
         let end = core.cfg.end.map_or(now, |e| e.min(now));
+        // The driver goes first: it takes back what it lent the kernel, then the sockets
+        // close.
+        drop(core.driver);
         drop(core.slots);
         core.rec.finish(end.max(core.cfg.record_start));
     }

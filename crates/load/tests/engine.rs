@@ -1,12 +1,14 @@
-//! The engine against scripted local servers: framing, closes, errors, timeouts.
+//! The engine against scripted local servers: framing, closes, errors, timeouts — each
+//! behaviour on both I/O engines (`epoll::*` and `uring::*`, see `on_both_engines!`).
 mod common;
 
-use common::{ok, refused_addr, status, Reply, TestServer};
-use perflab_load::{run, LoadSpec};
+use common::{ok, refused_addr, run_on, status, Reply, TestServer};
+use perflab_load::{IoChoice, LoadSpec};
 use std::time::{Duration, Instant};
 
-fn spec(url: String, connections: usize, requests: u64) -> LoadSpec {
+fn spec(io: IoChoice, url: String, connections: usize, requests: u64) -> LoadSpec {
     LoadSpec {
+        io,
         connections,
         requests: Some(requests),
         timeout: Duration::from_secs(5),
@@ -14,10 +16,9 @@ fn spec(url: String, connections: usize, requests: u64) -> LoadSpec {
     }
 }
 
-#[test]
-fn keepalive_reuses_connections() {
+fn keepalive_reuses_connections(io: IoChoice) {
     let srv = TestServer::start(|_| Reply::Send(ok("hello")));
-    let r = run(&spec(srv.url("/"), 2, 300)).unwrap();
+    let r = run_on(&spec(io, srv.url("/"), 2, 300));
     assert_eq!(r.requests, 300);
     assert_eq!(r.status.get("200"), Some(&300));
     assert_eq!(r.errors.total, 0);
@@ -28,60 +29,55 @@ fn keepalive_reuses_connections() {
     assert!(r.latency_ms.p50 > 0.0 && r.latency_ms.max >= r.latency_ms.p99);
 }
 
-#[test]
-fn connection_close_reconnects_without_errors() {
+fn connection_close_reconnects_without_errors(io: IoChoice) {
     let srv = TestServer::start(|_| {
         Reply::SendClose(
             b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok".to_vec(),
         )
     });
-    let r = run(&spec(srv.url("/"), 2, 50)).unwrap();
+    let r = run_on(&spec(io, srv.url("/"), 2, 50));
     assert_eq!((r.requests, r.errors.total), (50, 0));
     assert!(r.reconnects >= 45, "reconnects {}", r.reconnects);
 }
 
-#[test]
-fn body_until_close_is_a_complete_response() {
+fn body_until_close_is_a_complete_response(io: IoChoice) {
     let srv = TestServer::start(|_| {
         Reply::SendClose(b"HTTP/1.0 200 OK\r\n\r\nbody runs to the close".to_vec())
     });
-    let r = run(&spec(srv.url("/"), 1, 20)).unwrap();
+    let r = run_on(&spec(io, srv.url("/"), 1, 20));
     assert_eq!((r.requests, r.errors.total), (20, 0));
 }
 
-#[test]
-fn chunked_responses() {
+fn chunked_responses(io: IoChoice) {
     let body = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n".to_vec();
     let len = body.len() as u64;
     let srv = TestServer::start(move |_| Reply::Send(body.clone()));
-    let r = run(&spec(srv.url("/"), 2, 100)).unwrap();
+    let r = run_on(&spec(io, srv.url("/"), 2, 100));
     assert_eq!((r.requests, r.errors.total, r.bytes), (100, 0, 100 * len));
 }
 
-#[test]
-fn head_204_304_have_no_body() {
+fn head_204_304_have_no_body(io: IoChoice) {
     let srv = TestServer::start(|req| match req.method {
         "HEAD" => Reply::Send(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n".to_vec()),
         _ if req.path == "/204" => Reply::Send(b"HTTP/1.1 204 No Content\r\n\r\n".to_vec()),
         _ => Reply::Send(b"HTTP/1.1 304 Not Modified\r\nContent-Length: 50\r\n\r\n".to_vec()),
     });
-    let mut s = spec(srv.url("/"), 1, 30);
+    let mut s = spec(io, srv.url("/"), 1, 30);
     s.method = "HEAD".into();
-    let r = run(&s).unwrap();
+    let r = run_on(&s);
     assert_eq!((r.requests, r.errors.total), (30, 0));
     let s = LoadSpec {
         urls: vec![srv.url("/204"), srv.url("/304")],
-        ..spec(String::new(), 1, 40)
+        ..spec(io, String::new(), 1, 40)
     };
-    let r = run(&s).unwrap();
+    let r = run_on(&s);
     assert_eq!(
         (r.status.get("204"), r.status.get("304"), r.errors.total),
         (Some(&20), Some(&20), 0)
     );
 }
 
-#[test]
-fn statuses_counted_and_failed_in_siege_sense() {
+fn statuses_counted_and_failed_in_siege_sense(io: IoChoice) {
     let srv = TestServer::start(|req| {
         Reply::Send(if req.path == "/a" {
             status(404)
@@ -92,9 +88,9 @@ fn statuses_counted_and_failed_in_siege_sense() {
     let s = LoadSpec {
         urls: vec![srv.url("/a"), srv.url("/b")],
         // One connection: its round-robin alternates exactly.
-        ..spec(String::new(), 1, 100)
+        ..spec(io, String::new(), 1, 100)
     };
-    let r = run(&s).unwrap();
+    let r = run_on(&s);
     assert_eq!(
         (r.status.get("404"), r.status.get("500")),
         (Some(&50), Some(&50))
@@ -107,29 +103,28 @@ fn statuses_counted_and_failed_in_siege_sense() {
     assert_eq!(r.siege.availability, 100.0);
 }
 
-#[test]
-fn reset_mid_response_is_counted() {
+fn reset_mid_response_is_counted(io: IoChoice) {
     let srv = TestServer::start(|_| {
         Reply::SendReset(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial".to_vec())
     });
-    let r = run(&spec(srv.url("/"), 2, 20)).unwrap();
+    let r = run_on(&spec(io, srv.url("/"), 2, 20));
     assert_eq!(r.requests, 0);
     assert_eq!(r.errors.total, 20, "{:?}", r.error_kinds);
     assert!(r.errors.reset + r.errors.closed == 20);
     assert!(r.errors.reset > 0, "{:?}", r.error_kinds);
 }
 
-#[test]
-fn silent_server_times_out_and_run_ends_on_time() {
+fn silent_server_times_out_and_run_ends_on_time(io: IoChoice) {
     let srv = TestServer::start(|_| Reply::Silent);
     let s = LoadSpec {
         connections: 2,
         duration: Some(Duration::from_millis(800)),
         timeout: Duration::from_millis(200),
+        io,
         ..LoadSpec::new(srv.url("/"))
     };
     let t = Instant::now();
-    let r = run(&s).unwrap();
+    let r = run_on(&s);
     assert!(
         t.elapsed() < Duration::from_millis(1500),
         "took {:?}",
@@ -140,28 +135,28 @@ fn silent_server_times_out_and_run_ends_on_time() {
     assert_eq!(r.errors.timeout, r.error_kinds.read_timeout);
 }
 
-#[test]
-fn in_flight_at_end_is_cancelled_not_failed() {
+fn in_flight_at_end_is_cancelled_not_failed(io: IoChoice) {
     let srv = TestServer::start(|_| Reply::Silent);
     let s = LoadSpec {
         connections: 3,
         duration: Some(Duration::from_millis(300)),
+        io,
         ..LoadSpec::new(srv.url("/"))
     };
-    let r = run(&s).unwrap();
+    let r = run_on(&s);
     assert_eq!((r.cancelled_at_end, r.errors.total), (3, 0));
 }
 
-#[test]
-fn connection_refused_counts_errors_and_ends() {
+fn connection_refused_counts_errors_and_ends(io: IoChoice) {
     let addr = refused_addr();
     let s = LoadSpec {
         connections: 2,
         duration: Some(Duration::from_millis(400)),
+        io,
         ..LoadSpec::new(format!("http://{addr}/"))
     };
     let t = Instant::now();
-    let r = run(&s).unwrap();
+    let r = run_on(&s);
     assert!(t.elapsed() < Duration::from_secs(2));
     assert_eq!(r.requests, 0);
     assert!(
@@ -172,15 +167,36 @@ fn connection_refused_counts_errors_and_ends() {
     assert!(r.failed() > 0);
 }
 
-#[test]
-fn no_keepalive_opens_a_connection_per_request() {
+/// `-n N` against a refused port: exactly N failed requests, whatever the number of
+/// connections retrying in parallel.
+fn refused_request_count_fails_exactly_that_many(io: IoChoice) {
+    let addr = refused_addr();
+    for (connections, n) in [(1, 5), (4, 7), (8, 3)] {
+        let s = LoadSpec {
+            connections,
+            requests: Some(n),
+            io,
+            ..LoadSpec::new(format!("http://{addr}/"))
+        };
+        let r = run_on(&s);
+        assert_eq!(r.requests, 0);
+        assert_eq!(
+            (r.errors.connect, r.errors.total),
+            (n, n),
+            "-c {connections} -n {n}: {:?}",
+            r.errors
+        );
+    }
+}
+
+fn no_keepalive_opens_a_connection_per_request(io: IoChoice) {
     let srv = TestServer::start(|req| {
         let close = req.head.to_ascii_lowercase().contains("connection: close");
         Reply::SendClose(if close { ok("x") } else { status(400) })
     });
-    let mut s = spec(srv.url("/"), 2, 30);
+    let mut s = spec(io, srv.url("/"), 2, 30);
     s.keepalive = false;
-    let r = run(&s).unwrap();
+    let r = run_on(&s);
     assert_eq!(
         (r.requests, r.status.get("200"), r.errors.total),
         (30, Some(&30), 0)
@@ -188,26 +204,25 @@ fn no_keepalive_opens_a_connection_per_request() {
     assert!(r.connections_opened >= 30);
 }
 
-#[test]
-fn pipelining_keeps_depth_requests_in_flight() {
+fn pipelining_keeps_depth_requests_in_flight(io: IoChoice) {
     let srv = TestServer::start(|_| Reply::Send(ok("p")));
-    let mut s = spec(srv.url("/"), 1, 100);
+    let mut s = spec(io, srv.url("/"), 1, 100);
     s.pipeline = 4;
-    let r = run(&s).unwrap();
+    let r = run_on(&s);
     assert_eq!((r.requests, r.errors.total), (100, 0));
     assert_eq!(srv.requests.load(std::sync::atomic::Ordering::SeqCst), 100);
 }
 
-#[test]
-fn warmup_is_not_recorded() {
+fn warmup_is_not_recorded(io: IoChoice) {
     let srv = TestServer::start(|_| Reply::Send(ok("w")));
     let s = LoadSpec {
         connections: 1,
         warmup: Duration::from_millis(200),
         duration: Some(Duration::from_millis(200)),
+        io,
         ..LoadSpec::new(srv.url("/"))
     };
-    let r = run(&s).unwrap();
+    let r = run_on(&s);
     let served = srv.requests.load(std::sync::atomic::Ordering::SeqCst);
     assert!(
         r.requests > 0 && served > r.requests + 10,
@@ -217,37 +232,114 @@ fn warmup_is_not_recorded() {
     assert!((0.15..0.4).contains(&r.duration_s), "{}", r.duration_s);
 }
 
-#[test]
-fn post_body_and_headers_are_sent() {
+fn post_body_and_headers_are_sent(io: IoChoice) {
     let srv = TestServer::start(|req| {
         let good = req.method == "POST"
             && req.head.contains("X-Test: 1")
             && req.head.contains("Content-Length: 4");
         Reply::Send(if good { ok("y") } else { status(400) })
     });
-    let mut s = spec(srv.url("/"), 1, 10);
+    let mut s = spec(io, srv.url("/"), 1, 10);
     s.method = "POST".into();
     s.headers = vec![("X-Test".into(), "1".into())];
     s.body = Some(b"data".to_vec());
-    let r = run(&s).unwrap();
+    let r = run_on(&s);
     assert_eq!(r.status.get("200"), Some(&10));
 }
 
-#[test]
-fn malformed_response_is_an_error() {
+fn malformed_response_is_an_error(io: IoChoice) {
     let srv = TestServer::start(|_| Reply::Send(b"NOT HTTP AT ALL\r\n\r\n".to_vec()));
-    let r = run(&spec(srv.url("/"), 1, 10)).unwrap();
+    let r = run_on(&spec(io, srv.url("/"), 1, 10));
     assert_eq!((r.requests, r.errors.malformed), (0, 10));
 }
 
-#[test]
-fn many_header_lines_are_accepted() {
+fn many_header_lines_are_accepted(io: IoChoice) {
     let mut resp = b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n".to_vec();
     for i in 0..2000 {
         resp.extend_from_slice(format!("X-Header-{i}: value\r\n").as_bytes());
     }
     resp.extend_from_slice(b"\r\nz");
     let srv = TestServer::start(move |_| Reply::Send(resp.clone()));
-    let r = run(&spec(srv.url("/"), 1, 5)).unwrap();
+    let r = run_on(&spec(io, srv.url("/"), 1, 5));
     assert_eq!((r.requests, r.errors.total), (5, 0));
 }
+
+/// Latency is the server's delay plus loopback, on both engines. On io_uring it comes
+/// from the kernel's receive timestamps (real time, converted to the monotonic clock),
+/// so this guards that conversion: never shorter than the delay, not much longer.
+fn delayed_replies_measure_their_delay(io: IoChoice) {
+    let srv = TestServer::start(|_| Reply::Delay(Duration::from_millis(50), ok("d")));
+    let r = run_on(&spec(io, srv.url("/"), 4, 40));
+    assert_eq!((r.requests, r.errors.total), (40, 0));
+    let min_ms = r.histogram().min() as f64 / 1e3;
+    eprintln!(
+        "{:?}: min {min_ms} ms, p50 {} ms, max {} ms",
+        r.io, r.latency_ms.p50, r.latency_ms.max
+    );
+    assert!(
+        (50.0..=70.0).contains(&r.latency_ms.p50),
+        "p50 {} ms",
+        r.latency_ms.p50
+    );
+    assert!(
+        min_ms >= 49.9,
+        "min {min_ms} ms is below the server's delay"
+    );
+}
+
+/// Responses far larger than a receive buffer (io_uring: than all of its provided
+/// buffers together, so the kernel runs out and the receive is armed again).
+fn large_bodies_are_read_whole(io: IoChoice) {
+    let body = "b".repeat(1 << 20);
+    let resp = ok(&body);
+    let len = resp.len() as u64;
+    let srv = TestServer::start(move |_| Reply::Send(resp.clone()));
+    let r = run_on(&spec(io, srv.url("/"), 2, 10));
+    assert_eq!((r.requests, r.errors.total), (10, 0), "{:?}", r.error_kinds);
+    assert_eq!(r.bytes, 10 * len);
+}
+
+/// Connects that get no answer fail as connect timeouts, and the run still ends on time.
+fn connect_timeouts_are_counted(io: IoChoice) {
+    let (addr, _held, _listener) = common::unanswered_addr();
+    let s = LoadSpec {
+        connections: 2,
+        duration: Some(Duration::from_millis(600)),
+        connect_timeout: Duration::from_millis(100),
+        io,
+        ..LoadSpec::new(format!("http://{addr}/"))
+    };
+    let t = Instant::now();
+    let r = run_on(&s);
+    assert!(
+        t.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        t.elapsed()
+    );
+    assert_eq!(r.requests, 0);
+    assert!(r.error_kinds.connect_timeout >= 4, "{:?}", r.error_kinds);
+    assert_eq!(r.errors.total, r.error_kinds.connect_timeout);
+}
+
+on_both_engines!(
+    connect_timeouts_are_counted,
+    large_bodies_are_read_whole,
+    delayed_replies_measure_their_delay,
+    keepalive_reuses_connections,
+    connection_close_reconnects_without_errors,
+    body_until_close_is_a_complete_response,
+    chunked_responses,
+    head_204_304_have_no_body,
+    statuses_counted_and_failed_in_siege_sense,
+    reset_mid_response_is_counted,
+    silent_server_times_out_and_run_ends_on_time,
+    in_flight_at_end_is_cancelled_not_failed,
+    connection_refused_counts_errors_and_ends,
+    refused_request_count_fails_exactly_that_many,
+    no_keepalive_opens_a_connection_per_request,
+    pipelining_keeps_depth_requests_in_flight,
+    warmup_is_not_recorded,
+    post_body_and_headers_are_sent,
+    malformed_response_is_an_error,
+    many_header_lines_are_accepted,
+);

@@ -2,8 +2,8 @@
 //! knee search, the interval log and the JSON contract.
 mod common;
 
-use common::{ok, Reply, TestServer};
-use perflab_load::{run, LoadSpec, Mode, Ramp, RampOver, Slo};
+use common::{ok, run_on, Reply, TestServer};
+use perflab_load::{run, Io, IoChoice, LoadSpec, Mode, Ramp, RampOver, Slo};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,6 +18,7 @@ fn open_loop_keeps_its_rate() {
     };
     let r = run(&s).unwrap();
     assert_eq!(r.mode, Mode::Open);
+    assert_eq!(r.io, Io::Epoll, "--io auto runs the open loop on epoll");
     assert!((180..=202).contains(&r.requests), "requests {}", r.requests);
     assert!(r.latency_uncorrected_ms.is_some());
     assert_eq!(r.errors.total, 0);
@@ -107,14 +108,48 @@ fn ramp_reports_each_step() {
             "{st:?}"
         );
     }
+}
+
+/// A ramp over connections is closed-loop: it runs on either engine.
+fn ramp_over_connections(io: IoChoice) {
+    let srv = TestServer::start(|_| Reply::Send(ok("r")));
     let s = LoadSpec {
         ramp: Some(Ramp::parse("1:3:2", RampOver::Connections).unwrap()),
         step_duration: Some(Duration::from_millis(200)),
+        io,
         ..LoadSpec::new(srv.url("/"))
     };
-    let r = run(&s).unwrap();
+    let r = run_on(&s);
     assert_eq!(r.steps.len(), 2);
     assert!(r.steps.iter().all(|s| s.requests > 0));
+}
+
+on_both_engines!(ramp_over_connections);
+
+/// `--io auto` takes io_uring for a plain-http closed loop where the kernel allows it,
+/// and says so; `--io uring` refuses the open loop before anything is sent.
+#[test]
+fn auto_picks_the_engine_and_uring_refuses_the_open_loop() {
+    let srv = TestServer::start(|_| Reply::Send(ok("a")));
+    let r = run(&LoadSpec {
+        requests: Some(50),
+        ..LoadSpec::new(srv.url("/"))
+    })
+    .unwrap();
+    let want = match perflab_load::uring_support() {
+        Ok(()) => Io::Uring,
+        Err(_) => Io::Epoll,
+    };
+    assert_eq!(r.io, want);
+    assert_eq!(serde_json::to_value(&r).unwrap()["io"], want.name());
+    let open = LoadSpec {
+        rate: Some(100.0),
+        io: IoChoice::Uring,
+        ..LoadSpec::new(srv.url("/"))
+    };
+    let err = run(&open).unwrap_err().to_string();
+    assert!(err.contains("closed-loop"), "{err}");
+    assert_eq!(srv.requests.load(std::sync::atomic::Ordering::SeqCst), 50);
 }
 
 /// A server with a capacity of `capacity` req/s: one virtual worker that spends

@@ -1,5 +1,5 @@
 //! `LoadSpec` from an experiment file's `[workload] kind = "http"` table.
-use perflab_load::{LoadSpec, RampOver};
+use perflab_load::{IoChoice, LoadSpec, RampOver};
 use std::time::Duration;
 
 #[derive(serde::Deserialize)]
@@ -22,6 +22,7 @@ fn workload_table_deserializes() {
         max_connections = 50
         headers = ["X-A: 1"]
         timeout = 2
+        io = "epoll"
         "#,
     )
     .unwrap();
@@ -35,6 +36,7 @@ fn workload_table_deserializes() {
     assert_eq!(s.warmup, Duration::from_millis(500));
     assert_eq!(s.timeout, Duration::from_secs(2));
     assert_eq!(s.headers, vec![("X-A".to_string(), "1".to_string())]);
+    assert_eq!(s.io, IoChoice::Epoll);
 
     let f: File = toml::from_str(
         r#"
@@ -50,6 +52,7 @@ fn workload_table_deserializes() {
     )
     .unwrap();
     assert!(f.workload.find_max);
+    assert_eq!(f.workload.io, IoChoice::Auto, "the default");
     assert_eq!(f.workload.ramp.unwrap().over, RampOver::Rate);
     assert!((f.workload.max_error_rate - 0.001).abs() < 1e-12);
 }
@@ -71,6 +74,15 @@ fn bad_tables_are_rejected_with_the_field_named() {
             "connections",
         ),
         ("[workload]\nkind = \"disk\"\nurl = \"http://h/\"", "kind"),
+        ("[workload]\nurl = \"http://h/\"\nio = \"kqueue\"", "io"),
+        (
+            "[workload]\nurl = \"https://h/\"\nio = \"uring\"",
+            "plain http:// only",
+        ),
+        (
+            "[workload]\nurl = \"http://h/\"\nio = \"uring\"\nrate = 100",
+            "closed-loop",
+        ),
     ] {
         let err = toml::from_str::<File>(toml_text)
             .err()

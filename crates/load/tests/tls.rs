@@ -5,7 +5,7 @@
 mod common;
 
 use common::{ok, Reply, TestServer};
-use perflab_load::{run, LoadSpec};
+use perflab_load::{run, Io, IoChoice, LoadSpec};
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::{HandshakeKind, ServerConfig, ServerConnection, StreamOwned};
@@ -196,6 +196,7 @@ fn insecure_keepalive_gets_succeed() {
     assert_eq!(srv.requests.load(Ordering::SeqCst), 300);
     assert!(r.tls_failure.is_none());
     assert!(started.elapsed() < Duration::from_secs(20));
+    assert_eq!(r.io, Io::Epoll, "--io auto runs https on epoll");
 }
 
 #[test]
@@ -370,6 +371,30 @@ fn http_and_https_urls_in_one_run() {
     );
     assert!(a > 0 && b > 0, "{a} + {b}");
     assert!(a + b >= r.requests, "{a} + {b} < {}", r.requests);
+    assert_eq!(r.io, Io::Epoll, "one https URL puts the run on epoll");
+}
+
+/// io_uring speaks plain http only: asking for it with an https URL — given directly
+/// or in a URL file — is an input error, raised before anything is sent.
+#[test]
+fn https_on_io_uring_is_an_input_error() {
+    let direct = LoadSpec {
+        io: IoChoice::Uring,
+        ..LoadSpec::new("https://127.0.0.1:1/")
+    };
+    let err = direct.validate().unwrap_err().to_string();
+    assert!(err.contains("https") && err.contains("--io"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("urls.txt");
+    std::fs::write(&file, "http://127.0.0.1:1/\nhttps://127.0.0.1:1/\n").unwrap();
+    let from_file = LoadSpec {
+        io: IoChoice::Uring,
+        urls_file: Some(file),
+        ..LoadSpec::default()
+    };
+    from_file.validate().unwrap();
+    let err = perflab_load::check(&from_file).unwrap_err().to_string();
+    assert!(err.contains("https"), "{err}");
 }
 
 #[test]

@@ -13,8 +13,8 @@ use std::time::Instant;
 
 use anyhow::Context;
 use perflab_load::{
-    parse_duration, parse_fraction, parse_header, parse_rate, LoadError, LoadSpec, Observer, Ramp,
-    RampOver, Report, SecondPoint, Slo, SpecError, Step,
+    parse_duration, parse_fraction, parse_header, parse_rate, IoChoice, LoadError, LoadSpec,
+    Observer, Ramp, RampOver, Report, SecondPoint, Slo, SpecError, Step,
 };
 
 use crate::exit::{InvalidInput, FAILURES};
@@ -148,6 +148,11 @@ pub struct HttpArgs {
     /// https: also trust the CA certificates in this PEM file.
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
+
+    /// I/O engine: io_uring (plain http, closed loop), epoll, or auto = io_uring where
+    /// the run and the kernel allow it, else epoll. The report says which ran.
+    #[arg(long, value_name = "ENGINE", default_value = "auto", value_parser = ["auto", "epoll", "uring"])]
+    pub io: String,
 }
 
 /// Builds the engine's spec from the flags.
@@ -201,6 +206,7 @@ pub fn spec_from_args(a: &HttpArgs) -> Result<LoadSpec, SpecError> {
         hdr_log: a.hdr_log.clone(),
         insecure: a.insecure,
         cacert: a.cacert.clone(),
+        io: IoChoice::parse(&a.io)?,
     };
     spec.validate()?;
     Ok(spec)

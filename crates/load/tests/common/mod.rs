@@ -212,3 +212,72 @@ pub fn refused_addr() -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap()
 }
+
+/// Whether io_uring tests can run here. Where the kernel (or a sandbox) does not allow
+/// io_uring they are skipped with a note — unless `PERFLAB_REQUIRE_URING` is set, on
+/// machines that must cover it.
+pub fn uring_or_skip() -> bool {
+    match perflab_load::uring_support() {
+        Ok(()) => true,
+        Err(why) if std::env::var_os("PERFLAB_REQUIRE_URING").is_some() => {
+            panic!("io_uring is required (PERFLAB_REQUIRE_URING) but unavailable: {why}")
+        }
+        Err(why) => {
+            eprintln!("skipped on io_uring: {why}");
+            false
+        }
+    }
+}
+
+/// Runs `spec` and checks that it ran on the engine it asked for.
+pub fn run_on(spec: &perflab_load::LoadSpec) -> perflab_load::Report {
+    use perflab_load::{Io, IoChoice};
+    let r = perflab_load::run(spec).unwrap();
+    match spec.io {
+        IoChoice::Epoll => assert_eq!(r.io, Io::Epoll),
+        IoChoice::Uring => assert_eq!(r.io, Io::Uring),
+        IoChoice::Auto => {}
+    }
+    r
+}
+
+/// Turns behaviour tests `fn NAME(io: IoChoice)` into tests `epoll::NAME` and
+/// `uring::NAME`, so every behaviour is checked on both I/O engines.
+#[macro_export]
+macro_rules! on_both_engines {
+    ($($name:ident),* $(,)?) => {
+        mod epoll {
+            $(#[test]
+            fn $name() {
+                super::$name(perflab_load::IoChoice::Epoll)
+            })*
+        }
+        mod uring {
+            $(#[test]
+            fn $name() {
+                if $crate::common::uring_or_skip() {
+                    super::$name(perflab_load::IoChoice::Uring)
+                }
+            })*
+        }
+    };
+}
+
+/// A listener on 127.0.0.1 whose accept queue is full, so further connects get no
+/// answer (the kernel drops their SYNs): they can only time out. Keep the returned
+/// value alive for as long as the address is used.
+pub fn unanswered_addr() -> (SocketAddr, Vec<TcpStream>, std::os::fd::OwnedFd) {
+    use std::os::fd::{AsRawFd, OwnedFd};
+    let std_listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = std_listener.local_addr().unwrap();
+    let fd: OwnedFd = std_listener.into();
+    // SAFETY: listen(2) on a bound socket we own; a backlog of 0 holds one connection.
+    assert_eq!(unsafe { libc::listen(fd.as_raw_fd(), 0) }, 0);
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        if let Ok(s) = TcpStream::connect_timeout(&addr, Duration::from_millis(100)) {
+            held.push(s);
+        }
+    }
+    (addr, held, fd)
+}

@@ -1,0 +1,136 @@
+//! Setting an io_uring up for the driver: the ring's flags, the one-time probe of what
+//! the kernel offers (so `--io auto` can fall back to epoll, and `--io uring` can say
+//! why not), and socket addresses in the form the kernel takes.
+
+use super::rx::RxRing;
+use super::{BUFFER_GROUP, MIN_BUFFERS};
+use io_uring::opcode;
+use io_uring::types::{TimeoutFlags, Timespec};
+use io_uring::IoUring;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::OnceLock;
+
+/// Builds a ring with the flags the driver relies on.
+pub(super) fn build_ring(entries: u32) -> io::Result<IoUring> {
+    IoUring::builder()
+        .setup_single_issuer()
+        .setup_defer_taskrun()
+        .setup_coop_taskrun()
+        .setup_taskrun_flag()
+        .setup_submit_all()
+        .setup_cqsize(entries.saturating_mul(2))
+        .build(entries)
+}
+
+/// Whether the driver can run here; probed once per process.
+pub(crate) fn support() -> Result<(), String> {
+    static SUPPORT: OnceLock<Result<(), String>> = OnceLock::new();
+    SUPPORT.get_or_init(probe).clone()
+}
+
+fn probe() -> Result<(), String> {
+    if let Ok(v) = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled") {
+        if v.trim() != "0" {
+            return Err(format!(
+                "the kernel restricts it (kernel.io_uring_disabled = {})",
+                v.trim()
+            ));
+        }
+    }
+    let mut ring = build_ring(8).map_err(|e| {
+        format!(
+            "io_uring_setup with DEFER_TASKRUN failed: {e} (it needs Linux 6.4 or later, and \
+             no seccomp filter against io_uring, as container runtimes often have)"
+        )
+    })?;
+    let p = ring.params();
+    for (ok, what) in [
+        (p.is_feature_ext_arg(), "IORING_FEAT_EXT_ARG"),
+        (p.is_feature_nodrop(), "IORING_FEAT_NODROP"),
+        (p.is_feature_skip_cqe_on_success(), "IORING_FEAT_CQE_SKIP"),
+    ] {
+        if !ok {
+            return Err(format!("the kernel lacks {what}"));
+        }
+    }
+    let mut probe = io_uring::Probe::new();
+    ring.submitter()
+        .register_probe(&mut probe)
+        .map_err(|e| format!("cannot probe io_uring operations: {e}"))?;
+    for (code, what) in [
+        (opcode::Connect::CODE, "CONNECT"),
+        (opcode::Send::CODE, "SEND"),
+        (opcode::RecvMsg::CODE, "RECVMSG"),
+        (opcode::AsyncCancel::CODE, "ASYNC_CANCEL"),
+        (opcode::Close::CODE, "CLOSE"),
+        (opcode::Timeout::CODE, "TIMEOUT"),
+    ] {
+        if !probe.is_supported(code) {
+            return Err(format!("the kernel lacks IORING_OP_{what}"));
+        }
+    }
+    let rx = RxRing::new(MIN_BUFFERS as u16);
+    let (addr, count) = rx.descriptors();
+    // SAFETY: the descriptors stay allocated while `ring` can use them: `ring` is
+    // dropped before `rx` (below), and no receive is ever queued on this ring anyway.
+    unsafe {
+        ring.submitter()
+            .register_buf_ring_with_flags(addr, count, BUFFER_GROUP, 0)
+    }
+    .map_err(|e| format!("cannot register provided buffers (Linux 5.19): {e}"))?;
+    // Multishot timers (Linux 6.4): one that fires once must say -ETIME.
+    let ts = Timespec::new().nsec(1000);
+    let e = opcode::Timeout::new(&ts)
+        .count(1)
+        .flags(TimeoutFlags::MULTISHOT)
+        .build()
+        .user_data(1);
+    // SAFETY: `ts` outlives the submission below, which copies it.
+    unsafe { ring.submission().push(&e) }.map_err(|_| "the probe ring is full".to_string())?;
+    ring.submit_and_wait(1)
+        .map_err(|e| format!("cannot run an io_uring timer: {e}"))?;
+    let res = ring.completion().next().map(|c| c.result());
+    if res != Some(-libc::ETIME) {
+        return Err("the kernel lacks multishot timeouts (Linux 6.4)".into());
+    }
+    drop(ring);
+    drop(rx);
+    Ok(())
+}
+
+/// The address of `addr` as the kernel takes it.
+pub(super) fn sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: all-zero bytes are a valid sockaddr_storage.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match addr {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(a.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is larger than, and aligned for, sockaddr_in.
+            unsafe { std::ptr::write((&mut ss as *mut libc::sockaddr_storage).cast(), sin) };
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: sockaddr_storage is larger than, and aligned for, sockaddr_in6.
+            unsafe { std::ptr::write((&mut ss as *mut libc::sockaddr_storage).cast(), sin6) };
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (ss, len as libc::socklen_t)
+}
