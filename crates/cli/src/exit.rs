@@ -41,6 +41,18 @@ pub fn code_for(e: &anyhow::Error) -> ExitCode {
     ExitCode::from(if usage { USAGE } else { ERROR })
 }
 
+/// The error and its causes on one line, `a — b — c`, leaving out a cause whose text
+/// an earlier part already quotes.
+pub fn describe(e: &anyhow::Error) -> String {
+    let mut msg = e.to_string();
+    for cause in e.chain().skip(1).map(|c| c.to_string()) {
+        if !msg.contains(&cause) {
+            msg.push_str(&format!(" — {cause}"));
+        }
+    }
+    msg
+}
+
 /// A hint naming the flag or file to fix, when there is an obvious one.
 pub fn hint_for(e: &anyhow::Error) -> Option<String> {
     for c in e.chain() {

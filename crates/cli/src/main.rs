@@ -145,11 +145,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             let code = exit::code_for(&e);
-            let mut msg = format!("error: {e}");
-            for cause in e.chain().skip(1) {
-                msg.push_str(&format!(" — {cause}"));
-            }
-            eprintln!("{msg}");
+            eprintln!("error: {}", exit::describe(&e));
             if let Some(hint) = exit::hint_for(&e) {
                 eprintln!("hint: {hint}");
             }

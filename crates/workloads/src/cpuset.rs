@@ -128,23 +128,23 @@ impl Drop for PinnedThread {
     }
 }
 
-/// The CPUs the calling thread may run on.
-pub fn current_affinity() -> Vec<usize> {
-    // SAFETY: as in PinnedThread::pin.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let size = std::mem::size_of::<libc::cpu_set_t>();
-    if unsafe { libc::sched_getaffinity(0, size, &mut set) } != 0 {
-        return Vec::new();
-    }
-    (0..libc::CPU_SETSIZE as usize)
-        // SAFETY: c < CPU_SETSIZE.
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The CPUs the calling thread may run on.
+    fn current_affinity() -> Vec<usize> {
+        // SAFETY: as in PinnedThread::pin.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        if unsafe { libc::sched_getaffinity(0, size, &mut set) } != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            // SAFETY: c < CPU_SETSIZE.
+            .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+            .collect()
+    }
 
     #[test]
     fn pinned_thread_restores_affinity_and_children_inherit() {

@@ -172,14 +172,10 @@ pub fn run(g: &crate::Global, a: &DoctorArgs) -> anyhow::Result<ExitCode> {
         Ok(id) if !g.quiet => eprintln!("recorded as run {id} in {}", g.store.display()),
         Ok(_) => {}
         Err(e) => {
-            // The chain as main prints errors, without a cause its context already quotes.
-            let mut msg = e.to_string();
-            for cause in e.chain().skip(1).map(|c| c.to_string()) {
-                if !msg.contains(&cause) {
-                    msg.push_str(&format!(" — {cause}"));
-                }
-            }
-            eprintln!("warning: nothing was recorded: {msg}");
+            eprintln!(
+                "warning: nothing was recorded: {}",
+                crate::exit::describe(&e)
+            );
             eprintln!("hint: --store PATH or PERFLAB_STORE names a store this user can write");
         }
     }

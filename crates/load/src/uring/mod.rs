@@ -50,8 +50,8 @@ use io_uring::squeue::{Entry, Flags};
 use io_uring::types::{CancelBuilder, Fd, SubmitArgs, TimeoutFlags, Timespec};
 use io_uring::IoUring;
 use rx::{Clock, RxRing};
+use setup::build_ring;
 pub(crate) use setup::support;
-use setup::{build_ring, sockaddr};
 use std::io;
 use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
@@ -119,7 +119,7 @@ pub(crate) struct UringDriver {
     /// The provided receive buffers (buffer group [`BUFFER_GROUP`]).
     pub rx: RxRing,
     /// Socket address of each group of the run (never resized: connects point into it).
-    addrs: Box<[(libc::sockaddr_storage, libc::socklen_t)]>,
+    addrs: Box<[socket2::SockAddr]>,
     /// The requests that sends point into.
     prepared: Arc<Prepared>,
     cqes: Vec<(u64, i32, u32)>,
@@ -164,8 +164,8 @@ impl UringDriver {
 
     /// Queues a connect of `fd` to group `group`'s address.
     pub fn push_connect(&mut self, fd: RawFd, group: usize, user_data: u64) -> io::Result<()> {
-        let (ss, len) = &self.addrs[group];
-        let e = opcode::Connect::new(Fd(fd), (ss as *const libc::sockaddr_storage).cast(), *len)
+        let addr = &self.addrs[group];
+        let e = opcode::Connect::new(Fd(fd), addr.as_ptr().cast(), addr.len())
             .build()
             .user_data(user_data);
         // The address lives in `self.addrs`, which is never resized and outlives the ring.
@@ -351,7 +351,7 @@ impl Driver for UringDriver {
             .prepared
             .groups
             .iter()
-            .map(|g| sockaddr(&g.addr))
+            .map(|g| socket2::SockAddr::from(g.addr))
             .collect();
         Ok(UringDriver {
             ring,
