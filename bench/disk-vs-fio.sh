@@ -18,9 +18,17 @@
 #
 # Every timed run starts after a `sync`, so no run pays for the previous one's writeback.
 #
+# Before the measured rounds, one warm-up round runs every case with every tool and is
+# thrown away (WARMUP=0 skips it): on a VM the first writes into freshly allocated
+# memory (page cache, a RAM disk's pages) pay for the host backing them, which made the
+# first rounds here up to 10x slower than the rest.
+#
 # Usage: bench/disk-vs-fio.sh [DIR] [SIZE] [ROUNDS]     (defaults: /var/tmp 256M 3)
 # Env:   NO_INSTALL=1 (skip apt-get), NO_BUILD=1 (use the perflab already built in
-#        $CARGO_TARGET_DIR/release), PERFLAB=path (use that binary), CASES="16k 1M",
+#        $CARGO_TARGET_DIR/release), PERFLAB=path (use that binary),
+#        CASES="16k 1M" (block sizes; BS:SIZE gives a case its own file size, e.g.
+#        CASES="16k:512M 1M:2G": a run should last well over 100 ms, or scheduling
+#        noise dominates), WARMUP=0,
 #        RAMDISK=1 (root only: run on an ext4 made on a loop device backed by /dev/shm,
 #        ignoring DIR — the tools' own cost without a shared disk's noise; the block
 #        layer, O_DIRECT and the page cache are still real)
@@ -81,7 +89,10 @@ trap cleanup EXIT
 if [[ -n "${RAMDISK:-}" ]]; then
   [[ $(id -u) -eq 0 ]] || { echo "RAMDISK=1 needs root (losetup, mount)" >&2; exit 2; }
   img=/dev/shm/disk-vs-fio.$$.img
-  truncate -s $(( $(bytes_of "$SIZE") * 3 / 2 + (256 << 20) )) "$img"
+  biggest=$(bytes_of "$SIZE")
+  for c in $BSS; do [[ $c == *:* ]] && { b=$(bytes_of "${c#*:}"); ((b > biggest)) && biggest=$b; }; done
+  # Allocated, not sparse: every page of the image exists before the first run.
+  fallocate -l $((biggest * 3 / 2 + (256 << 20))) "$img"
   LOOPDEV=$(losetup --find --show "$img")
   mkfs.ext4 -q -F "$LOOPDEV"
   mkdir -p "$WORK/mnt"
@@ -108,6 +119,7 @@ dd_rate() { # dd's stderr → MB/s from its byte count and seconds
 # run TOOL OP VARIANT BS → prints MB/s
 run() {
   local tool=$1 op=$2 var=$3 bs=$4 count
+  TOTAL=$(bytes_of "$5")
   count=$((TOTAL / $(bytes_of "$bs")))
   if [[ $op == read && $tool != perflab ]]; then layout; else rm -f "$F"; fi
   sync
@@ -134,7 +146,7 @@ run() {
       fi
       ;;
     perflab)
-      local args=(disk "$F" --bs "$bs" --size "$SIZE" --json -q)
+      local args=(disk "$F" --bs "$bs" --size "$5" --json -q)
       [[ $var == direct ]] && args+=(--direct)
       [[ $op == write && $var == buffered ]] && args+=(--fdatasync-end)
       [[ $op == read ]] && args+=(--mode read)
@@ -147,16 +159,24 @@ run() {
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else printf "%.1f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 TOOLS=(fio dd perflab)
-echo "disk-vs-fio: $SIZE per run in $DIR ($(df -T "$DIR" | awk 'NR == 2 { print $2 " on " $1 }')), $ROUNDS rounds, tools alternating" >&2
-for r in $(seq 1 "$ROUNDS"); do
-  for bs in $BSS; do
+case_bs() { echo "${1%%:*}"; }
+case_size() { [[ $1 == *:* ]] && echo "${1#*:}" || echo "$SIZE"; }
+echo "disk-vs-fio: $(for c in $BSS; do printf '%s per %s run, ' "$(case_size "$c")" "$(case_bs "$c")"; done)in $DIR ($(df -T "$DIR" | awk 'NR == 2 { print $2 " on " $1 }')), $ROUNDS rounds, tools alternating" >&2
+first=1; [[ ${WARMUP:-1} == 0 ]] && first=0
+for r in $(seq $((1 - first)) "$ROUNDS"); do
+  for c in $BSS; do
+    bs=$(case_bs "$c") size=$(case_size "$c")
     for op in write read; do
       for var in direct buffered; do
         for i in 0 1 2; do
           t=${TOOLS[$(((i + r) % 3))]}
-          v=$(run "$t" "$op" "$var" "$bs")
-          echo "$bs $op $var $t $v $r" >>"$WORK/results"
-          echo "  round $r: $bs $op $var $t $v MB/s" >&2
+          v=$(run "$t" "$op" "$var" "$bs" "$size")
+          if ((r == 0)); then
+            echo "  warm-up: $bs $op $var $t $v MB/s (not counted)" >&2
+          else
+            echo "$bs $op $var $t $v $r" >>"$WORK/results"
+            echo "  round $r: $bs $op $var $t $v MB/s" >&2
+          fi
         done
       done
     done
@@ -166,7 +186,8 @@ done
 echo
 printf '%-5s %-5s %-18s %10s %10s %10s %12s %11s\n' bs op variant "fio MB/s" "dd MB/s" "perflab" "perflab/fio" "paired"
 worst=0
-for bs in $BSS; do
+for c in $BSS; do
+  bs=$(case_bs "$c")
   for op in write read; do
     for var in direct buffered; do
       declare -A med=()

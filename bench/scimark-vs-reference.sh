@@ -37,7 +37,13 @@
 # Env:   CC (gcc), CFLAGS (-O3; used for both C programs), JAVA (java), JAVAC (javac),
 #        JVM_FLAGS (none; used for both Java programs), LANGS ("c java"),
 #        MIN_CPU_WALL (0.95; 0 keeps every round),
-#        OUT (keep every run's raw output there; default: a temp dir, removed)
+#        OUT (keep every run's raw output there; default: a temp dir, removed),
+#        SAME_JVM=1 (Java only: instead of separate programs, time the reference's and
+#        perflab's kernels in one JVM, kernel by kernel back to back, order swapped every
+#        round, one extra warm-up round thrown away: bench/scimark-same-jvm/SameJvm.java;
+#        prints per-kernel medians of the paired ratios with 95 % bootstrap intervals),
+#        ANALYZE_ONLY=1 (with OUT: run nothing, summarise the ROUNDS rounds kept in OUT;
+#        rounds of several runs can be pooled into one OUT as NAME.ROUND.{out,time,load})
 set -euo pipefail
 
 ROUNDS=${1:-5}
@@ -106,14 +112,60 @@ mkdir -p "$RAW"
 # ---- build: the reference the way its Makefile does (every .c, -lm), perflab's the way
 # `perflab scimark` does (crates/workloads/src/scimark.rs: CC CFLAGS -o exe scimark.c -lm;
 # javac -d classes Scimark.java).
-echo "building (CC=$CC CFLAGS='$CFLAGS', $("$CC" --version 2>/dev/null | head -1))..." >&2
+if [[ -n "${SAME_JVM:-}" ]]; then
+  ((want_java)) || die "SAME_JVM=1 compares the Java kernels: LANGS must include java" 2
+  echo "  java: $("$JAVA" -version 2>&1 | head -1); one JVM, $ROUNDS rounds + 1 warm-up" >&2
+  mkdir -p "$WORK/sj/ref" "$WORK/sj/ours" "$WORK/sj/h"
+  "$JAVAC" -nowarn -d "$WORK/sj/ref" -sourcepath "$REF/java" "$REF/java/jnt/scimark2/commandline.java"
+  "$JAVAC" -d "$WORK/sj/ours" "$ROOT/kernels/scimark/java/Scimark.java"
+  "$JAVAC" -d "$WORK/sj/h" -cp "$WORK/sj/ref:$WORK/sj/ours" "$ROOT/bench/scimark-same-jvm/SameJvm.java"
+  "$JAVA" "${JVM_ARGS[@]}" -cp "$WORK/sj/ref:$WORK/sj/ours:$WORK/sj/h" SameJvm $((ROUNDS + 1)) "$MIN_TIME" \
+    | tee "$RAW/same-jvm.out" >&2
+  python3 - "$RAW/same-jvm.out" <<'PY'
+import random, statistics, sys
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+v = {(int(r), k, who): float(m) for r, k, who, m in rows}
+rounds = sorted({r for r, _, _ in v if r > 1})  # round 1 is the warm-up
+K = ["fft", "sor", "mc", "sparse", "lu"]
+print(f"\nSciMark 2 Java, reference vs perflab kernels in one JVM: {len(rounds)} rounds "
+      "(warm-up round left out), paired per round\n")
+print("| kernel | reference MFLOPS | perflab MFLOPS | ratio (median of paired) | per-round range "
+      "| 95 % interval | verdict (±5 %) |\n|---|---|---|---|---|---|---|")
+rnd = random.Random(20261121)
+for k in K:
+    ref = [v[(r, k, "ref")] for r in rounds]
+    ours = [v[(r, k, "ours")] for r in rounds]
+    q = [o / f for o, f in zip(ours, ref)]
+    med = statistics.median(q)
+    boot = sorted(statistics.median(rnd.choices(q, k=len(q))) for _ in range(4000))
+    lo, hi = boot[100], boot[3899]
+    verdict = ("within" if lo >= 0.95 and hi <= 1.05
+               else "outside" if hi < 0.95 or lo > 1.05 else "undecided")
+    print(f"| {k} | {statistics.median(ref):.0f} | {statistics.median(ours):.0f} | {med:.3f} "
+          f"| {min(q):.2f}–{max(q):.2f} | {lo:.3f}–{hi:.3f} | {verdict} |")
+print("\nratio = median over rounds of perflab / reference measured back to back in the same "
+      "JVM; interval: 95 % percentile bootstrap of that median (rounds resampled, seeded)")
+PY
+  exit 0
+fi
+
 CMDS=()
-if ((want_c)); then
+if [[ -n "${ANALYZE_ONLY:-}" ]]; then
+  [[ -n "${OUT:-}" ]] || die "ANALYZE_ONLY=1 needs OUT (the directory of a run's raw output)" 2
+  ((want_c)) && CMDS+=("ref-c" "ours-c")
+  ((want_java)) && CMDS+=("ref-java" "ours-java")
+  ROUNDS_RUN=0
+else
+  ROUNDS_RUN=$ROUNDS
+fi
+[[ -z "${ANALYZE_ONLY:-}" ]] &&
+echo "building (CC=$CC CFLAGS='$CFLAGS', $("$CC" --version 2>/dev/null | head -1))..." >&2
+if ((want_c && ROUNDS_RUN)); then
   "$CC" "${CFLAG_ARGS[@]}" -o "$WORK/ref-c" "$REF"/c/*.c -lm
   "$CC" "${CFLAG_ARGS[@]}" -o "$WORK/ours-c" "$ROOT/kernels/scimark/c/scimark.c" -lm
   CMDS+=("ref-c" "ours-c")
 fi
-if ((want_java)); then
+if ((want_java && ROUNDS_RUN)); then
   echo "  java: $("$JAVA" -version 2>&1 | head -1)" >&2
   mkdir -p "$WORK/ref-java" "$WORK/ours-java"
   "$JAVAC" -nowarn -d "$WORK/ref-java" -sourcepath "$REF/java" "$REF/java/jnt/scimark2/commandline.java"
@@ -134,7 +186,7 @@ run_one() { # NAME ROUND: runs one program, keeps its stdout, /usr/bin/time line
   esac
 }
 
-for round in $(seq "$ROUNDS"); do
+for round in $(seq "$ROUNDS_RUN"); do
   for name in "${CMDS[@]}"; do
     printf 'round %d/%d  %-9s (load %s)\n' "$round" "$ROUNDS" "$name" "$(cut -d' ' -f1-3 /proc/loadavg)" >&2
     run_one "$name" "$round" || die "$name failed in round $round (output in ${OUT:-a removed temp dir; set OUT to keep it})"
@@ -215,6 +267,18 @@ def fmt(v):
     return f"{v:.0f}" if v >= 100 else f"{v:.1f}"
 
 flagged = []
+verdicts = []  # (kernel, ratio of medians, CI low, CI high, within/outside/undecided)
+
+def boot_ci(ours, ref, n=4000):
+    """95 % percentile-bootstrap interval of median(ours) / median(ref), each side's rounds
+    resampled on their own (every run is its own process: JIT and heap layout vary from
+    run to run, so the runs are the unit). Seeded: the same input gives the same interval."""
+    import random
+    rnd = random.Random(20261121)
+    qs = sorted(statistics.median(rnd.choices(ours, k=len(ours)))
+                / statistics.median(rnd.choices(ref, k=len(ref))) for _ in range(n))
+    return qs[int(0.025 * n)], qs[int(0.975 * n) - 1]
+
 for lang in ("c", "java"):
     ref, ours = f"ref-{lang}", f"ours-{lang}"
     if ref not in res:
@@ -238,6 +302,11 @@ for lang in ("c", "java"):
             q = med(rows, k) / med(res[ref], k)
             per = [a[k] / b[k] for a, b in zip(rows, res[ref])]
             out = abs(q - 1) > 0.05
+            if flag:
+                lo, hi = boot_ci([r[k] for r in rows], [r[k] for r in res[ref]])
+                verdict = ("within" if lo >= 0.95 and hi <= 1.05
+                           else "outside" if hi < 0.95 or lo > 1.05 else "undecided")
+                verdicts.append((f"{title} {HEAD[K.index(k)]}", q, lo, hi, verdict))
             if flag and out:
                 flagged.append(f"{title} {HEAD[K.index(k)]} {q:.3f}")
             cells.append(f"{'**' if flag and out else ''}{q:.3f}{'**' if flag and out else ''}"
@@ -256,6 +325,13 @@ print("\nratio = median(perflab) / median(reference); in brackets the range of t
       "perflab's CPU clock is its own cpu_seconds per kernel (for Java it includes JIT and GC "
       "threads); the Java row 'perflab CPU / ref wall' is fair only where the reference "
       "ran undisturbed.")
+if verdicts:
+    print("\n95 % bootstrap intervals of the ratio of medians (rounds resampled), against "
+          "±5 %: 'within' = the whole interval in [0.95, 1.05], 'outside' = wholly outside, "
+          "'undecided' = these rounds cannot tell (run more)\n")
+    print("| kernel | ratio | 95 % interval | verdict |\n|---|---|---|---|")
+    for name, q, lo, hi, v in verdicts:
+        print(f"| {name} | {q:.3f} | {lo:.3f}–{hi:.3f} | {v} |")
 if flagged:
     print("outside ±5 %: " + ", ".join(flagged))
 else:

@@ -50,16 +50,22 @@ impl CpuSet {
         &self.cpus
     }
 
-    /// Checks every CPU exists on this machine.
+    /// Checks every CPU is online on this machine. Reads the kernel's online list, not
+    /// this process's affinity: under `taskset` a narrower affinity must not hide CPUs
+    /// the user may still pin to.
     pub fn check_online(&self) -> Result<(), String> {
-        let n = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1);
-        match self.cpus.iter().find(|&&c| c >= n) {
+        self.check_within(&online_cpus())
+    }
+
+    fn check_within(&self, online: &CpuSet) -> Result<(), String> {
+        match self
+            .cpus
+            .iter()
+            .find(|c| online.cpus.binary_search(c).is_err())
+        {
             Some(c) => Err(format!(
-                "CPU {c} in {:?} does not exist: this machine has CPUs 0-{}",
-                self.text,
-                n - 1
+                "CPU {c} in {:?} is not online: this machine's online CPUs are {}",
+                self.text, online.text
             )),
             None => Ok(()),
         }
@@ -74,6 +80,25 @@ impl CpuSet {
             unsafe { libc::CPU_SET(c, &mut set) };
         }
         set
+    }
+}
+
+/// The online CPUs: `/sys/devices/system/cpu/online`, or `0..sysconf(NPROCESSORS_ONLN)`
+/// where sysfs is not mounted.
+fn online_cpus() -> CpuSet {
+    if let Ok(text) = std::fs::read_to_string("/sys/devices/system/cpu/online") {
+        if let Ok(set) = CpuSet::parse(text.trim()) {
+            return CpuSet {
+                text: text.trim().to_string(),
+                ..set
+            };
+        }
+    }
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
+    CpuSet {
+        cpus: (0..n).collect(),
+        text: format!("0-{}", n - 1),
     }
 }
 
@@ -164,6 +189,23 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    #[test]
+    fn online_check_uses_the_online_list_not_the_affinity() {
+        let online = CpuSet::parse("0-1,4").unwrap();
+        assert!(CpuSet::parse("0,4").unwrap().check_within(&online).is_ok());
+        let err = CpuSet::parse("1-2")
+            .unwrap()
+            .check_within(&online)
+            .unwrap_err();
+        assert!(err.contains("CPU 2") && err.contains("0-1,4"), "{err}");
+        // The real list holds every CPU this process may run on, whatever its affinity.
+        for c in current_affinity() {
+            let one = CpuSet::parse(&c.to_string()).unwrap();
+            assert!(one.check_online().is_ok(), "CPU {c}");
+        }
+        assert!(CpuSet::parse("1023").unwrap().check_online().is_err());
     }
 
     #[test]

@@ -33,7 +33,8 @@ Examples:
 Sizes are powers of 1024 (16k = 16384, 1M, 1G); rates are MB/s = 10^6 bytes/s, like dd
 and fio. The timed interval covers the I/O and, with --fdatasync-end, the final
 fdatasync. Read modes lay the file out first (written, fdatasynced) and drop it from the
-page cache before reading, unless --cached. --iodepth N runs N threads doing pread/pwrite
+page cache before reading, unless --cached. Like fio, the file is advised sequential (or
+random for rand modes: no readahead). --iodepth N runs N threads doing pread/pwrite
 (a thread pool, not io_uring). The file is created by perflab and always removed.
 
 Exit codes: 0 ok, 1 could not run, 2 bad input (nothing was written),
