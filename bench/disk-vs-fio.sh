@@ -28,7 +28,9 @@
 #        $CARGO_TARGET_DIR/release), PERFLAB=path (use that binary),
 #        CASES="16k 1M" (block sizes; BS:SIZE gives a case its own file size, e.g.
 #        CASES="16k:512M 1M:2G": a run should last well over 100 ms, or scheduling
-#        noise dominates), WARMUP=0,
+#        noise dominates), WARMUP=0, CPU=N (run every tool under `taskset -c N`: on a
+#        2-vCPU VM an unpinned synchronous I/O loop migrates on most wake-ups, and the
+#        tools lose different amounts to it),
 #        RAMDISK=1 (root only: run on an ext4 made on a loop device backed by /dev/shm,
 #        ignoring DIR — the tools' own cost without a shared disk's noise; the block
 #        layer, O_DIRECT and the page cache are still real)
@@ -134,15 +136,15 @@ run() {
       else
         args+=(--rw=read --invalidate=1)
       fi
-      fio "${args[@]}" | jq -r ".jobs[0].$op.bw_bytes / 1e6 | . * 10 | round / 10"
+      "${PIN[@]}" fio "${args[@]}" | jq -r ".jobs[0].$op.bw_bytes / 1e6 | . * 10 | round / 10"
       ;;
     dd)
       if [[ $op == write ]]; then
         local fl=conv=fdatasync; [[ $var == direct ]] && fl=oflag=direct
-        dd if=/dev/zero of="$F" bs="$bs" count="$count" $fl 2>&1 | dd_rate
+        "${PIN[@]}" dd if=/dev/zero of="$F" bs="$bs" count="$count" $fl 2>&1 | dd_rate
       else
         local fl=; [[ $var == direct ]] && fl=iflag=direct
-        dd if="$F" of=/dev/null bs="$bs" count="$count" $fl 2>&1 | dd_rate
+        "${PIN[@]}" dd if="$F" of=/dev/null bs="$bs" count="$count" $fl 2>&1 | dd_rate
       fi
       ;;
     perflab)
@@ -150,7 +152,7 @@ run() {
       [[ $var == direct ]] && args+=(--direct)
       [[ $op == write && $var == buffered ]] && args+=(--fdatasync-end)
       [[ $op == read ]] && args+=(--mode read)
-      "$PL" "${args[@]}" 2>/dev/null | jq -r '.mb_s * 10 | round / 10'
+      "${PIN[@]}" "$PL" "${args[@]}" 2>/dev/null | jq -r '.mb_s * 10 | round / 10'
       ;;
   esac
   rm -f "$F"
@@ -158,6 +160,8 @@ run() {
 
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else printf "%.1f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
+PIN=(env)
+[[ -n "${CPU:-}" ]] && PIN=(taskset -c "$CPU")
 TOOLS=(fio dd perflab)
 case_bs() { echo "${1%%:*}"; }
 case_size() { [[ $1 == *:* ]] && echo "${1#*:}" || echo "$SIZE"; }
