@@ -86,20 +86,21 @@ fn expected_code(findings: &[Value]) -> i32 {
     }
 }
 
+/// A static `doctor --json` that must warn: 100 million connections fit in no default
+/// file limit (`nofile-limit`).
+const NOFILE_JSON: [&str; 6] = [
+    "doctor",
+    "--watch",
+    "0",
+    "--json",
+    "--connections",
+    "100000000",
+];
+
 #[test]
 fn static_json_follows_the_contract_and_the_exit_code_the_findings() {
     let lab = Lab::new();
-    let out = perflab(&lab)
-        .args([
-            "doctor",
-            "--watch",
-            "0",
-            "--json",
-            "--connections",
-            "100000000",
-        ])
-        .output()
-        .unwrap();
+    let out = perflab(&lab).args(NOFILE_JSON).output().unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
     let findings = check_schema(&v);
     assert_eq!(v["watch_s"], 0.0);
@@ -431,17 +432,7 @@ fn markdown_report(lab: &Lab, id: i64) -> String {
 fn every_invocation_is_recorded_with_its_findings_and_shown_by_report() {
     let lab = Lab::new();
     // 100 million connections fit in no default file limit: nofile-limit, a warning.
-    let out = perflab(&lab)
-        .args([
-            "doctor",
-            "--watch",
-            "0",
-            "--json",
-            "--connections",
-            "100000000",
-        ])
-        .output()
-        .unwrap();
+    let out = perflab(&lab).args(NOFILE_JSON).output().unwrap();
     // stdout is the JSON object and nothing else; the note goes to stderr.
     let printed: Value =
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)));
@@ -502,14 +493,7 @@ fn a_store_that_cannot_be_written_costs_a_warning_not_the_findings() {
     let file = lab.write("not-a-dir", "");
     let out = perflab(&lab)
         .env("PERFLAB_STORE", file.join("results.db"))
-        .args([
-            "doctor",
-            "--watch",
-            "0",
-            "--json",
-            "--connections",
-            "100000000",
-        ])
+        .args(NOFILE_JSON)
         .output()
         .unwrap();
     let v: Value =

@@ -181,12 +181,7 @@ pub fn run_http(
     }
     // The engine runs in this process: its worker threads inherit the pinning, and its
     // default thread count follows the pinned CPUs.
-    let pin = ctx
-        .cpus
-        .as_ref()
-        .map(perflab_workloads::cpuset::PinnedThread::pin)
-        .transpose()
-        .map_err(WorkloadError::Setup)?;
+    let pin = ctx.pin_this_thread()?;
     let report =
         perflab_load::run(&spec).map_err(|e| WorkloadError::Setup(format!("http load: {e}")))?;
     drop(pin);

@@ -364,12 +364,7 @@ impl Workload for DiskSpec {
     fn run(&self, ctx: &TrialContext) -> Result<Measurement, WorkloadError> {
         // The I/O runs in this process: pin this thread (and the --iodepth threads it
         // spawns) to the experiment's `cpus` for the trial.
-        let _pin = ctx
-            .cpus
-            .as_ref()
-            .map(crate::cpuset::PinnedThread::pin)
-            .transpose()
-            .map_err(WorkloadError::Setup)?;
+        let _pin = ctx.pin_this_thread()?;
         let ctl = Control {
             interrupted: ctx.interrupted.clone(),
             deadline: ctx.timeout.map(|t| Instant::now() + t),

@@ -33,6 +33,18 @@ pub struct TrialContext {
     pub run_dir: PathBuf,
 }
 
+impl TrialContext {
+    /// Pins the calling thread, and the threads it spawns, to the trial's `cpus` until
+    /// the guard drops: for workloads that run in this process. None without `cpus`.
+    pub fn pin_this_thread(&self) -> Result<Option<cpuset::PinnedThread>, WorkloadError> {
+        self.cpus
+            .as_ref()
+            .map(cpuset::PinnedThread::pin)
+            .transpose()
+            .map_err(WorkloadError::Setup)
+    }
+}
+
 /// What a workload measured in one trial.
 #[derive(Debug, Clone, Default)]
 pub struct Measurement {

@@ -31,7 +31,7 @@ use crate::request::{Group, Prepared};
 use io_uring::types::RecvMsgOut;
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::Instant;
 
 /// An HTTP/1.1 connection on io_uring.
@@ -193,19 +193,14 @@ impl UringConn {
 
 /// A blocking TCP socket (io_uring polls it) with `TCP_NODELAY` and receive timestamps.
 fn new_socket(addr: &SocketAddr) -> io::Result<OwnedFd> {
-    let family = if addr.is_ipv4() {
-        libc::AF_INET
-    } else {
-        libc::AF_INET6
-    };
-    // SAFETY: a plain syscall with constant arguments; the result is checked.
-    let fd = unsafe { libc::socket(family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` is a fresh descriptor that nothing else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    set_option(&fd, libc::IPPROTO_TCP, libc::TCP_NODELAY)?;
+    // socket2 sets close-on-exec; it has no call for SO_TIMESTAMPNS.
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(*addr),
+        socket2::Type::STREAM,
+        None,
+    )?;
+    socket.set_tcp_nodelay(true)?;
+    let fd = OwnedFd::from(socket);
     set_option(&fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS)?;
     Ok(fd)
 }

@@ -20,18 +20,7 @@ pub struct LinePlot {
 
 /// The SVG of a line plot.
 pub fn render(p: &LinePlot) -> String {
-    let f = Frame {
-        w: 760.0,
-        h: 340.0,
-        left: 64.0,
-        right: 32.0,
-        top: 46.0,
-        bottom: 48.0,
-        x0: p.x_range.0,
-        x1: p.x_range.1,
-        y0: p.y_range.0,
-        y1: p.y_range.1,
-    };
+    let f = Frame::plot(p.x_range, p.y_range);
     let mut out = String::new();
     open(&mut out, f.w, f.h, &p.title);
     x_axis(&mut out, &f, &p.x_ticks, &p.x_label);

@@ -46,6 +46,23 @@ pub struct Frame {
 }
 
 impl Frame {
+    /// The standard time-series plot area (760 × 340 px with room for axis labels) over
+    /// these data ranges: line and stacked plots share it.
+    pub fn plot(x_range: (f64, f64), y_range: (f64, f64)) -> Frame {
+        Frame {
+            w: 760.0,
+            h: 340.0,
+            left: 64.0,
+            right: 32.0,
+            top: 46.0,
+            bottom: 48.0,
+            x0: x_range.0,
+            x1: x_range.1,
+            y0: y_range.0,
+            y1: y_range.1,
+        }
+    }
+
     /// Screen x of data value `v`.
     pub fn x(&self, v: f64) -> f64 {
         let span = (self.x1 - self.x0).max(f64::MIN_POSITIVE);

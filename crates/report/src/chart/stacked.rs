@@ -150,22 +150,6 @@ fn value_at(pts: &[(f64, f64)], t: f64) -> f64 {
     }
 }
 
-/// The plot area for these data ranges (shared with the tests).
-fn frame(x_range: (f64, f64), y_range: (f64, f64)) -> Frame {
-    Frame {
-        w: 760.0,
-        h: 340.0,
-        left: 64.0,
-        right: 32.0,
-        top: 46.0,
-        bottom: 48.0,
-        x0: x_range.0,
-        x1: x_range.1,
-        y0: y_range.0,
-        y1: y_range.1,
-    }
-}
-
 /// The data ranges of a stack: x from 0, y from 0 to a round value above the
 /// highest total (so a light load is not a flat sliver), at most the ceiling.
 fn ranges(s: &Stack, ceiling: f64) -> ((f64, f64), (f64, f64)) {
@@ -182,7 +166,7 @@ pub fn render(p: &StackedPlot) -> Option<String> {
         return None;
     }
     let (x_range, y_range) = ranges(&s, p.ceiling);
-    let f = frame(x_range, y_range);
+    let f = Frame::plot(x_range, y_range);
     let mut out = String::new();
     open(&mut out, f.w, f.h, &p.title);
     x_axis(
@@ -394,7 +378,7 @@ mod tests {
         // On screen: the total line is the sum, and it is also the top edge of the
         // last area, whose bottom edge is the top of the one below.
         let (xr, yr) = ranges(&s, 100.0);
-        let f = frame(xr, yr);
+        let f = Frame::plot(xr, yr);
         let svg = render(&plot(layers)).unwrap();
         let total = coords(attr(&svg, "<polyline", "points")[0]);
         let want: Vec<(f64, f64)> = s
@@ -435,7 +419,7 @@ mod tests {
         let svg = render(&plot(layers)).unwrap();
         let (xr, yr) = ranges(&s, 100.0);
         assert_eq!(yr, (0.0, 100.0));
-        let f = frame(xr, yr);
+        let f = Frame::plot(xr, yr);
         for d in attr(&svg, "<path", "d") {
             for (_, y) in coords(d) {
                 assert!(y >= f.top - 0.06 && y <= f.plot_bottom() + 0.06, "{y}");
