@@ -33,7 +33,19 @@
 #        tools lose different amounts to it),
 #        RAMDISK=1 (root only: run on an ext4 made on a loop device backed by /dev/shm,
 #        ignoring DIR — the tools' own cost without a shared disk's noise; the block
-#        layer, O_DIRECT and the page cache are still real)
+#        layer, O_DIRECT and the page cache are still real),
+#        IDLE_POLL=0 (leave the CPUs' idle states alone; see below)
+#
+# Idle CPUs poll while the benchmark runs: it holds /dev/cpu_dma_latency at 0 (the PM
+# QoS request tuned's latency-performance profile makes), so cpuidle picks its polling
+# state instead of halting. Why: a synchronous I/O loop hands every I/O to another
+# thread (a loop device's worker, a virtio completion) and sleeps; on a VM a halted
+# vCPU takes tens of µs to wake, and which CPU the kernel wakes that thread on decides
+# whether a tool pays it. That, not the tools, set the direct-read ratios here: on a
+# RAM-backed loop device with every tool on CPU 1, 16k direct reads ran at fio 534–641,
+# dd 402–533, perflab 433–504 MB/s with halting, and at fio 1370–1413, dd 1400, perflab
+# 1370–1463 MB/s with polling (three rounds each). Needs root; skipped (and said) when
+# the file cannot be written.
 set -euo pipefail
 
 DIR=${1:-/var/tmp}
@@ -163,9 +175,18 @@ median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]
 PIN=(env)
 [[ -n "${CPU:-}" ]] && PIN=(taskset -c "$CPU")
 TOOLS=(fio dd perflab)
+IDLE="CPU idle states as configured"
+if [[ ${IDLE_POLL:-1} != 0 ]]; then
+  # The request lasts while the descriptor is open: for the rest of this script.
+  if { exec 9>/dev/cpu_dma_latency && printf 0 >&9; } 2>/dev/null; then
+    IDLE="idle CPUs polling (cpu_dma_latency 0)"
+  else
+    IDLE="CPU idle states as configured (cannot write /dev/cpu_dma_latency: run as root, or IDLE_POLL=0)"
+  fi
+fi
 case_bs() { echo "${1%%:*}"; }
 case_size() { [[ $1 == *:* ]] && echo "${1#*:}" || echo "$SIZE"; }
-echo "disk-vs-fio: $(for c in $BSS; do printf '%s per %s run, ' "$(case_size "$c")" "$(case_bs "$c")"; done)in $DIR ($(df -T "$DIR" | awk 'NR == 2 { print $2 " on " $1 }')), $ROUNDS rounds, tools alternating" >&2
+echo "disk-vs-fio: $(for c in $BSS; do printf '%s per %s run, ' "$(case_size "$c")" "$(case_bs "$c")"; done)in $DIR ($(df -T "$DIR" | awk 'NR == 2 { print $2 " on " $1 }')), $ROUNDS rounds, tools alternating, $IDLE" >&2
 first=1; [[ ${WARMUP:-1} == 0 ]] && first=0
 for r in $(seq $((1 - first)) "$ROUNDS"); do
   for c in $BSS; do
@@ -210,5 +231,5 @@ for c in $BSS; do
     done
   done
 done
-echo "(medians of $ROUNDS rounds; paired = median of the per-round perflab/fio ratios; target: perflab/fio within ±5 %)"
+echo "(medians of $ROUNDS rounds; paired = median of the per-round perflab/fio ratios; target: perflab/fio within ±5 %; $IDLE)"
 exit $worst
