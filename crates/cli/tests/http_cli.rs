@@ -43,6 +43,17 @@ fn hello_server() -> (SocketAddr, Arc<AtomicU64>) {
     (addr, accepted)
 }
 
+/// The run's `--json` document, once its exit code is `code` (stderr shown if not).
+fn json_exiting(out: &std::process::Output, code: i32) -> serde_json::Value {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 fn perflab() -> Command {
     let mut c = Command::cargo_bin("perflab").unwrap();
     c.timeout(Duration::from_secs(30));
@@ -123,13 +134,7 @@ fn json_has_the_contract_fields_on(io: &str) {
         ])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json_exiting(&out, 0);
     assert_eq!(v["requests"], 200);
     assert_eq!(v["status"]["200"], 200);
     for key in [
@@ -225,13 +230,7 @@ fn failed_requests_exit_4_on(io: &str) {
         ])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(4),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json_exiting(&out, 4);
     assert!(v["errors"]["connect"].as_u64().unwrap() > 0);
     assert_eq!(v["io"], io);
 }
@@ -271,13 +270,7 @@ fn io_uring_refuses_https_and_auto_falls_back_to_epoll() {
         .arg(format!("https://{addr}/"))
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(4),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json_exiting(&out, 4);
     assert_eq!(v["io"], "epoll");
 }
 

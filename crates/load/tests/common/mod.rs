@@ -241,6 +241,17 @@ pub fn run_on(spec: &perflab_load::LoadSpec) -> perflab_load::Report {
     r
 }
 
+/// [`run_on`], checking that the run ended by itself within `limit`.
+pub fn run_within(
+    spec: &perflab_load::LoadSpec,
+    limit: std::time::Duration,
+) -> perflab_load::Report {
+    let t = std::time::Instant::now();
+    let r = run_on(spec);
+    assert!(t.elapsed() < limit, "took {:?}", t.elapsed());
+    r
+}
+
 /// Turns behaviour tests `fn NAME(io: IoChoice)` into tests `epoll::NAME` and
 /// `uring::NAME`, so every behaviour is checked on both I/O engines.
 #[macro_export]
