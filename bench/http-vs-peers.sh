@@ -13,6 +13,14 @@
 #        PERFLAB_VARIANTS="epoll:1 uring:1 epoll:2 uring:2" (several perflab runs per
 #        round, IO:THREADS each, alternating with the peers: an A/B in the same minutes),
 #        PEERS="wrk ab" (a subset of the peers).
+#
+# nginx listens with `reuseport`: each worker has its own accept queue and the kernel
+# spreads connections over them by a hash of the addresses. Without it, how nginx split
+# the 10 connections over its 2 workers depended on how fast the client opened them, and
+# the split set the req/s: ss at 0.6 s into 1-s runs, 8 runs each, without reuseport
+# — perflab -t 1 10/0 in 6 runs, ab 10/0 in 3, wrk never (4/6 to 8/2); 3-s perflab runs
+# did 71-73k req/s at 10/0 and 82-89k at 5/5. With reuseport the split is chance, the
+# same chance for every tool (2/8 to 7/3, 10 runs).
 set -euo pipefail
 
 ROUNDS=${1:-5}
@@ -73,7 +81,7 @@ http {
   uwsgi_temp_path $WORK/tmp/uwsgi;
   scgi_temp_path $WORK/tmp/scgi;
   server {
-    listen 127.0.0.1:$PORT;
+    listen 127.0.0.1:$PORT reuseport;
     root $WORK/www;
     location / { index index.html; }
   }
