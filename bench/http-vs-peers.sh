@@ -7,12 +7,16 @@
 # Target: perflab >= 1.05x the best peer's req/s and <= 0.8x its CPU per request.
 #
 # Usage: bench/http-vs-peers.sh [ROUNDS] [SECONDS]     (defaults: 5 rounds, 5 s per run)
-# Env:   CONNECTIONS (10), PERFLAB_THREADS (engine default), PERFLAB_IO (auto|epoll|uring:
-#        perflab's --io, default auto), NO_INSTALL=1 (skip apt-get),
+# Env:   CONNECTIONS (10), PERFLAB_THREADS (one perflab run per round with that -t; by
+#        default perflab runs twice per round, with the engine's default threads and
+#        with -t 1), PERFLAB_IO (auto|epoll|uring: perflab's --io, default auto),
+#        NO_INSTALL=1 (skip apt-get),
 #        NO_BUILD=1 (use the perflab already built in $CARGO_TARGET_DIR/release),
 #        PERFLAB_VARIANTS="epoll:1 uring:1 epoll:2 uring:2" (several perflab runs per
 #        round, IO:THREADS each, alternating with the peers: an A/B in the same minutes),
-#        PEERS="wrk ab" (a subset of the peers).
+#        PEERS="wrk ab" (a subset of the peers; wrk:N and h2load:N run them with N
+#        threads instead of 2: PEERS="wrk wrk:1 ab h2load h2load:1" gives every
+#        multi-threaded peer its one-thread setting too).
 #
 # nginx listens with `reuseport`: each worker has its own accept queue and the kernel
 # spreads connections over them by a hash of the addresses. Without it, how nginx split
@@ -21,6 +25,12 @@
 # — perflab -t 1 10/0 in 6 runs, ab 10/0 in 3, wrk never (4/6 to 8/2); 3-s perflab runs
 # did 71-73k req/s at 10/0 and 82-89k at 5/5. With reuseport the split is chance, the
 # same chance for every tool (2/8 to 7/3, 10 runs).
+#
+# Why perflab also runs with -t 1: on this 2-core machine the server's 2 workers and
+# the client share the cores, and one client thread keeps 10 connections busy at well
+# under one core. Two threads each wait for half as many responses per wake-up, so they
+# sleep and wake about twice as often per request: as many or more req/s (1.00-1.08x),
+# and 1.30-1.44x the CPU per request of one thread (four runs, 14:02-14:17 UTC).
 set -euo pipefail
 
 ROUNDS=${1:-5}
@@ -101,7 +111,13 @@ TOOLS=()
 if [[ -n "${PERFLAB_VARIANTS:-}" ]]; then
   for v in $PERFLAB_VARIANTS; do TOOLS+=("perflab:$v"); done
 else
-  TOOLS+=("perflab:${PERFLAB_IO:-auto}:${PERFLAB_THREADS:-}")
+  if [[ -n "${PERFLAB_THREADS:-}" ]]; then
+    TOOLS+=("perflab:${PERFLAB_IO:-auto}:$PERFLAB_THREADS")
+  else
+    # The engine's default (one thread per core, here 2) and one thread: each
+    # judged on its own against the best peer.
+    TOOLS+=("perflab:${PERFLAB_IO:-auto}:default" "perflab:${PERFLAB_IO:-auto}:1")
+  fi
 fi
 if [[ -n "${PEERS:-}" ]]; then
   for p in $PEERS; do TOOLS+=("$p"); done
@@ -110,6 +126,9 @@ else
   need oha && TOOLS+=(oha)
 fi
 
+# threads_of TOOL DEFAULT -> the N of "tool:N", else DEFAULT
+threads_of() { [[ $1 == *:* ]] && echo "${1#*:}" || echo "$2"; }
+
 # run TOOL -> prints "REQUESTS CPU_SECONDS RPS"
 run_tool() {
   local tool=$1 out="$WORK/out.$1" tm="$WORK/time.$1"
@@ -117,11 +136,11 @@ run_tool() {
     perflab:*)
       local io threads args=()
       IFS=: read -r _ io threads <<<"$tool"
-      [[ -n "$threads" ]] && args+=(-t "$threads")
+      [[ -n "$threads" && $threads != default ]] && args+=(-t "$threads")
       /usr/bin/time -f '%U %S' -o "$tm" "$PERFLAB" http -q -c "$CONNS" "${args[@]}" --io "$io" -d "${SECS}s" --json "$URL" >"$out" ;;
-    wrk) /usr/bin/time -f '%U %S' -o "$tm" wrk -t 2 -c "$CONNS" -d "${SECS}s" "$URL" >"$out" ;;
+    wrk | wrk:*) /usr/bin/time -f '%U %S' -o "$tm" wrk -t "$(threads_of "$tool" 2)" -c "$CONNS" -d "${SECS}s" "$URL" >"$out" ;;
     ab) /usr/bin/time -f '%U %S' -o "$tm" ab -q -k -c "$CONNS" -t "$SECS" -n 100000000 "$URL" >"$out" 2>&1 ;;
-    h2load) /usr/bin/time -f '%U %S' -o "$tm" h2load --h1 -c "$CONNS" -t 2 -D "$SECS" "$URL" >"$out" ;;
+    h2load | h2load:*) /usr/bin/time -f '%U %S' -o "$tm" h2load --h1 -c "$CONNS" -t "$(threads_of "$tool" 2)" -D "$SECS" "$URL" >"$out" ;;
     oha) /usr/bin/time -f '%U %S' -o "$tm" oha --no-tui -c "$CONNS" -z "${SECS}s" --output-format json "$URL" >"$out" ;;
   esac
   python3 - "$tool" "$out" "$tm" <<'PY'
@@ -131,11 +150,11 @@ text = open(out).read()
 cpu = sum(map(float, open(tm).read().split()[-2:]))
 if tool.startswith("perflab"):
     j = json.loads(text); n, rps = j["requests"], j["rps"]
-elif tool == "wrk":
+elif tool.startswith("wrk"):
     n = int(re.search(r"(\d+) requests in", text).group(1)); rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
 elif tool == "ab":
     n = int(re.search(r"Complete requests:\s+(\d+)", text).group(1)); rps = float(re.search(r"Requests per second:\s+([\d.]+)", text).group(1))
-elif tool == "h2load":
+elif tool.startswith("h2load"):
     n = int(re.search(r"requests: \d+ total, \d+ started, (\d+) done", text).group(1)); rps = float(re.search(r"finished in [\d.]+\w+, ([\d.]+) req/s", text).group(1))
 else:
     j = json.loads(text); rps = j["summary"]["requestsPerSec"]; n = sum(j.get("statusCodeDistribution", {}).values())
