@@ -114,13 +114,13 @@ if [[ -n "${RAMDISK:-}" ]]; then
   img=/dev/shm/disk-vs-fio.$$.img
   biggest=$(bytes_of "$SIZE")
   for c in $BSS; do [[ $c == *:* ]] && { b=$(bytes_of "${c#*:}"); ((b > biggest)) && biggest=$b; }; done
-  # Every page of the image written before the first run, and kept: on a VM whose
-  # balloon reports free pages to the host, a page the guest has not touched since is
-  # backed again on first touch, and writeback into such pages ran 10x slower than
-  # into touched ones (fdatasync of 256 MiB: 334-772 ms against 26-45 ms, until every
-  # block of the file system had been written once). fallocate alone does not touch
-  # them, and mkfs.ext4's discard would punch them out again; lazy initialisation
-  # would leave inode tables and journal to be written during the first runs.
+  # The image is written whole before mkfs, and mkfs neither discards it nor leaves
+  # inode tables and journal to be initialised later. With the image only fallocated
+  # (tmpfs does not touch the pages; mkfs's discard punches them out again) fdatasync
+  # of 256 MiB took 334-771 ms in the first few runs on a new file system, against
+  # 26-53 ms once every block had been written once; made this way, 26-53 ms from the
+  # first run. On a VM whose host takes back free memory, a page never touched since
+  # it was freed is backed again on first touch.
   img_mib=$(((biggest * 3 / 2 + (256 << 20)) >> 20))
   dd if=/dev/zero of="$img" bs=1M count="$img_mib" status=none
   LOOPDEV=$(losetup --find --show "$img")
