@@ -117,10 +117,10 @@ if [[ -n "${RAMDISK:-}" ]]; then
   # The image is written whole before mkfs, and mkfs neither discards it nor leaves
   # inode tables and journal to be initialised later. With the image only fallocated
   # (tmpfs does not touch the pages; mkfs's discard punches them out again) fdatasync
-  # of 256 MiB took 334-771 ms in the first few runs on a new file system, against
-  # 26-53 ms once every block had been written once; made this way, 26-53 ms from the
-  # first run. On a VM whose host takes back free memory, a page never touched since
-  # it was freed is backed again on first touch.
+  # of 256 MiB took up to 93-771 ms (the slowest of the first four runs on each of 9
+  # new file systems) and 25-52 ms in the runs after; made this way, 26-66 ms from the
+  # first run (6 file systems, 76 runs). On a VM whose host takes back free memory, a
+  # page never touched since it was freed is backed again on first touch.
   img_mib=$(((biggest * 3 / 2 + (256 << 20)) >> 20))
   dd if=/dev/zero of="$img" bs=1M count="$img_mib" status=none
   LOOPDEV=$(losetup --find --show "$img")
