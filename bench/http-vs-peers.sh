@@ -114,7 +114,7 @@ else
   if [[ -n "${PERFLAB_THREADS:-}" ]]; then
     TOOLS+=("perflab:${PERFLAB_IO:-auto}:$PERFLAB_THREADS")
   else
-    # The engine's default (one thread per core, here 2) and one thread: each
+    # The engine's default (min(cores, connections), here 2) and one thread: each
     # judged on its own against the best peer.
     TOOLS+=("perflab:${PERFLAB_IO:-auto}:default" "perflab:${PERFLAB_IO:-auto}:1")
   fi
