@@ -6,7 +6,7 @@
 # tool's process, from /usr/bin/time), and perflab's ratios to each peer.
 # Target: perflab >= 1.05x the best peer's req/s and <= 0.8x its CPU per request.
 #
-# Usage: bench/http-vs-peers.sh [ROUNDS] [SECONDS]     (defaults: 5 rounds, 5 s per run)
+# Usage: bench/http-vs-peers.sh [ROUNDS] [SECONDS]     (defaults: 9 rounds, 5 s per run)
 # Env:   CONNECTIONS (10), PERFLAB_THREADS (one perflab run per round with that -t; by
 #        default perflab runs twice per round, with the engine's default threads and
 #        with -t 1), PERFLAB_IO (auto|epoll|uring: perflab's --io, default auto),
@@ -26,6 +26,9 @@
 # did 71-73k req/s at 10/0 and 82-89k at 5/5. With reuseport the split is chance, the
 # same chance for every tool (2/8 to 7/3, 10 runs).
 #
+# Rounds still differ a lot (perflab -t 1, one run at 14:45 UTC: 91-95k req/s in two
+# 5-s rounds, 70-80k in the other five), hence 9 rounds by default rather than 5.
+#
 # Why perflab also runs with -t 1: on this 2-core machine the server's 2 workers and
 # the client share the cores, and one client thread keeps 10 connections busy at well
 # under one core. Two threads each wait for half as many responses per wake-up, so they
@@ -33,7 +36,7 @@
 # and 1.30-1.44x the CPU per request of one thread (four runs, 14:02-14:17 UTC).
 set -euo pipefail
 
-ROUNDS=${1:-5}
+ROUNDS=${1:-9}
 SECS=${2:-5}
 CONNS=${CONNECTIONS:-10}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
