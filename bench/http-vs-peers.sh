@@ -23,8 +23,8 @@
 # the 10 connections over its 2 workers depended on how fast the client opened them, and
 # the split set the req/s: ss at 0.6 s into 1-s runs, 8 runs each, without reuseport
 # — perflab -t 1 10/0 in 6 runs, ab 10/0 in 3, wrk never (4/6 to 8/2); 3-s perflab runs
-# did 71-73k req/s at 10/0 and 82-89k at 5/5. With reuseport the split is chance, the
-# same chance for every tool (2/8 to 7/3, 10 runs).
+# did 71-73k req/s at 10/0 and 82-89k at 5/5 (one at 4/6 did 65k). With reuseport the
+# split is chance, the same chance for every tool (2/8 to 7/3, 10 runs).
 #
 # Rounds still differ a lot (perflab -t 1, one run at 14:45 UTC: 91-95k req/s in two
 # 5-s rounds, 70-80k in the other five), hence 9 rounds by default rather than 5.
