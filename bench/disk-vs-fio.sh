@@ -119,8 +119,7 @@ if [[ -n "${RAMDISK:-}" ]]; then
   # (tmpfs does not touch the pages; mkfs's discard punches them out again) fdatasync
   # of 256 MiB took up to 93-771 ms (the slowest of the first four runs on each of 9
   # new file systems) and 25-52 ms in the runs after; made this way, 26-66 ms from the
-  # first run (6 file systems, 76 runs). On a VM whose host takes back free memory, a
-  # page never touched since it was freed is backed again on first touch.
+  # first run (6 file systems, 76 runs).
   img_mib=$(((biggest * 3 / 2 + (256 << 20)) >> 20))
   dd if=/dev/zero of="$img" bs=1M count="$img_mib" status=none
   LOOPDEV=$(losetup --find --show "$img")
@@ -149,10 +148,11 @@ import os, sys
 path, total = sys.argv[1], int(sys.argv[2])
 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
 block = bytearray(os.urandom(1 << 20))
+view = memoryview(block)  # slices of it are written without a copy
 done = 0
 while done < total:
     block[:8] = done.to_bytes(8, "little")  # no two blocks alike
-    done += os.write(fd, block[: min(len(block), total - done)])
+    done += os.write(fd, view[: min(len(block), total - done)])
 os.fdatasync(fd)
 os.close(fd)
 PY
@@ -216,9 +216,7 @@ if [[ ${IDLE_POLL:-1} != 0 ]]; then
     IDLE="CPU idle states as configured (cannot write /dev/cpu_dma_latency: run as root, or IDLE_POLL=0)"
   fi
 fi
-# Whether this VM hands its free memory back to the host: then a page the kernel
-# allocates (page cache, a RAM disk's) may have to be backed by the host again on first
-# touch, at random from one run to the next.
+# What of the host's memory reclaim this VM shows (see the header), for the summary.
 host_reclaim() {
   local why=() d f
   for d in /sys/bus/virtio/devices/*; do
