@@ -34,7 +34,9 @@
 #        RAMDISK=1 (root only: run on an ext4 made on a loop device backed by /dev/shm,
 #        ignoring DIR — the tools' own cost without a shared disk's noise; the block
 #        layer, O_DIRECT and the page cache are still real),
-#        IDLE_POLL=0 (leave the CPUs' idle states alone; see below)
+#        IDLE_POLL=0 (leave the CPUs' idle states alone; see below),
+#        PREFAULT=0 (do not back the free memory before each run; see below),
+#        HOLD_REPORTING=0 (leave the VM's free page reporting running; see below)
 #
 # Idle CPUs poll while the benchmark runs: it holds /dev/cpu_dma_latency at 0 (the PM
 # QoS request tuned's latency-performance profile makes), so cpuidle picks its polling
@@ -47,14 +49,25 @@
 # 1370–1463 MB/s with polling (three rounds each). Needs root; skipped (and said) when
 # the file cannot be written.
 #
-# Buffered runs on a VM whose host takes its free memory back (virtio-balloon free page
-# reporting, DAMON pageout; the summary names what it finds) cannot be judged to ±5 %:
-# a page the kernel allocates for the page cache may have to be backed by the host
-# again on first touch. `perf record -a` of a slow 1 GiB buffered read (dd, 1.3 GB/s
-# against 7.1 in the same minute) had the loop worker in memcpy into the new page-cache
-# pages for 81 % of the samples. Which run pays is chance, for every tool: the column
-# "fio ×" shows fio's fastest round over its slowest, and a ratio means little when that
-# is far above 1.1.
+# On a VM whose host takes its free memory back (virtio-balloon free page reporting,
+# DAMON pageout; the header names what it finds), a page the kernel allocates for the
+# page cache may have to be backed by the host again on first touch. `perf record -a`
+# of a slow 1 GiB buffered read (dd, 1.3 GB/s against 7.1 in the same minute) had the
+# loop worker in memcpy into the new page-cache pages for 81 % of the samples. Free
+# page reporting hands freed pages back within a fraction of a second (here 128 MiB of
+# a freed 1 GiB within 0.3 s), so whether a run paid depended on how long ago the
+# memory it was given had been freed: chance, for every tool. Touching 1 GiB of
+# anonymous memory here took 1.97 s when the host had to back it and 0.70-1.13 s when
+# it did not. So, as root, the bench holds reporting off while it runs
+# (page_reporting_order set to 10, the largest block; restored on exit;
+# HOLD_REPORTING=0 leaves it), and before every timed run, for every tool, touches and
+# frees 2 x the run's size + 256 MiB of anonymous memory (PREFAULT=0 skips it): the
+# run's page cache comes from pages the host backs. Measured by hand on a RAM-disk
+# ext4 (1 GiB files, dd bs=1M, 3 s after each layout, 6 pairs alternating, reporting
+# running): buffered reads 716-1842 MB/s without the touch, 4937-6796 with; on the
+# virtual disk, 1 GiB dd conv=fdatasync writes 254-891 MB/s without, 935-1343 with.
+# The column "fio ×" shows fio's fastest round over its slowest: a ratio means little
+# when that is far above 1.1.
 set -euo pipefail
 
 DIR=${1:-/var/tmp}
@@ -100,6 +113,7 @@ WORK=$(mktemp -d)
 LOOPDEV=""
 cleanup() {
   rm -f "${F:-}"
+  [[ -n ${REPORTING_WAS:-} ]] && echo "$REPORTING_WAS" >"$REPORTING"
   if [[ -n $LOOPDEV ]]; then
     umount "$WORK/mnt" 2>/dev/null || true
     losetup -d "$LOOPDEV" 2>/dev/null || true
@@ -169,6 +183,7 @@ run() {
   count=$((TOTAL / $(bytes_of "$bs")))
   if [[ $op == read && $tool != perflab ]]; then layout; else rm -f "$F"; fi
   sync
+  prefault "$((2 * TOTAL + (256 << 20)))"
   case $tool in
     fio)
       local args=(--name=j --filename="$F" --bs="$bs" --size="$TOTAL" --ioengine=psync --iodepth=1
@@ -202,7 +217,22 @@ run() {
   rm -f "$F"
 }
 
-median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else printf "%.1f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+# Touch BYTES of anonymous memory (at most half of what is available) and free it, so
+# the pages the next run allocates are backed by the host (see the header).
+prefault() {
+  [[ ${PREFAULT:-1} == 0 ]] && return 0
+  python3 - "$1" <<'PY'
+import mmap, sys
+want = int(sys.argv[1])
+avail = next(int(l.split()[1]) << 10 for l in open("/proc/meminfo") if l.startswith("MemAvailable:"))
+n = min(want, avail // 2) & ~((1 << 20) - 1)
+m = mmap.mmap(-1, n)
+chunk = b"\1" * (1 << 20)
+for off in range(0, n, len(chunk)):
+    m[off:off + len(chunk)] = chunk
+m.close()
+PY
+}
 
 PIN=(env)
 [[ -n "${CPU:-}" ]] && PIN=(taskset -c "$CPU")
@@ -233,9 +263,18 @@ host_reclaim() {
   return 0
 }
 RECLAIM=$(host_reclaim)
+HOLD=""
+REPORTING=/sys/module/page_reporting/parameters/page_reporting_order
+if [[ ${HOLD_REPORTING:-1} != 0 && $RECLAIM == *reporting* && -w $REPORTING ]]; then
+  REPORTING_WAS=$(cat "$REPORTING")
+  if echo 10 >"$REPORTING" 2>/dev/null; then
+    HOLD="free page reporting held off (page_reporting_order $REPORTING_WAS -> 10 while the bench runs)"
+  fi
+fi
 case_bs() { echo "${1%%:*}"; }
 case_size() { [[ $1 == *:* ]] && echo "${1#*:}" || echo "$SIZE"; }
-echo "disk-vs-fio: $(for c in $BSS; do printf '%s per %s run, ' "$(case_size "$c")" "$(case_bs "$c")"; done)in $DIR ($(df -T "$DIR" | awk 'NR == 2 { print $2 " on " $1 }')), $ROUNDS rounds, tools alternating, $IDLE${RECLAIM:+; the host reclaims free memory of this VM ($RECLAIM)}" >&2
+PF="free memory backed before each run"; [[ ${PREFAULT:-1} == 0 ]] && PF="free memory not backed before runs (PREFAULT=0)"
+echo "disk-vs-fio: $(for c in $BSS; do printf '%s per %s run, ' "$(case_size "$c")" "$(case_bs "$c")"; done)in $DIR ($(df -T "$DIR" | awk 'NR == 2 { print $2 " on " $1 }')), $ROUNDS rounds, tools alternating, $IDLE, $PF${RECLAIM:+; the host reclaims free memory of this VM ($RECLAIM)}${HOLD:+; $HOLD}" >&2
 first=1; [[ ${WARMUP:-1} == 0 ]] && first=0
 for r in $(seq $((1 - first)) "$ROUNDS"); do
   for c in $BSS; do
@@ -258,34 +297,61 @@ for r in $(seq $((1 - first)) "$ROUNDS"); do
 done
 
 echo
-printf '%-5s %-5s %-18s %10s %10s %10s %12s %11s %8s\n' bs op variant "fio MB/s" "dd MB/s" "perflab" "perflab/fio" "paired" "fio ×"
-worst=0
-for c in $BSS; do
-  bs=$(case_bs "$c")
-  for op in write read; do
-    for var in direct buffered; do
-      declare -A med=()
-      for t in "${TOOLS[@]}"; do
-        med[$t]=$(awk -v b="$bs" -v o="$op" -v w="$var" -v t="$t" '$1 == b && $2 == o && $3 == w && $4 == t { print $5 }' "$WORK/results" | median)
-      done
-      ratio=$(awk -v p="${med[perflab]}" -v f="${med[fio]}" 'BEGIN { printf "%.3f", p / f }')
-      # Median over rounds of perflab/fio measured back to back in the same round:
-      # robust to the device's drift between rounds.
-      paired=$(awk -v b="$bs" -v o="$op" -v w="$var" '$1 == b && $2 == o && $3 == w { v[$6 " " $4] = $5; r[$6] = 1 }
-        END { for (k in r) if (v[k " fio"] > 0) printf "%.3f\n", v[k " perflab"] / v[k " fio"] }' "$WORK/results" | median)
-      # fio's own spread, fastest round over slowest: a ratio cannot be judged to ±5 %
-      # when fio does not repeat itself to within much more than that.
-      spread=$(awk -v b="$bs" -v o="$op" -v w="$var" '$1 == b && $2 == o && $3 == w && $4 == "fio" && $5 > 0 {
-        if (!n++ || $5 < lo) lo = $5; if ($5 > hi) hi = $5 } END { if (n) printf "%.2f", hi / lo }' "$WORK/results")
-      verdict=$(awk -v r="$ratio" 'BEGIN { print (r >= 0.95 && r <= 1.05) ? "ok" : "OFF" }')
-      [[ $verdict == OFF ]] && worst=1
-      label=$var; [[ $var == buffered && $op == write ]] && label="buffered+fdatasync"
-      printf '%-5s %-5s %-18s %10s %10s %10s %12s %11s %8s  %s\n' "$bs" "$op" "$label" "${med[fio]}" "${med[dd]}" "${med[perflab]}" "$ratio" "$paired" "$spread" "$verdict"
-    done
-  done
-done
-echo "(medians of $ROUNDS rounds; paired = median of the per-round perflab/fio ratios; fio × = fio's fastest round over its slowest; target: perflab/fio within ±5 %; $IDLE)"
+# The verdict is an equivalence test (as TOST does it): the 90 % bootstrap interval of
+# perflab/fio (ratio of medians; rounds resampled whole, so each perflab run stays with
+# the fio run of its round) must lie inside 0.95-1.05 for "ok", wholly outside it for
+# "OFF"; otherwise the run could not tell ("noise": more ROUNDS, or a quieter machine).
+set +e
+python3 - "$WORK/results" "$BSS" "$ROUNDS" <<'PY'
+import random, statistics, sys
+path, cases, rounds = sys.argv[1], sys.argv[2].split(), sys.argv[3]
+runs = {}  # (bs, op, variant) -> round -> tool -> MB/s
+for line in open(path):
+    bs, op, var, tool, v, r = line.split()
+    if v in ("", "null"):
+        continue
+    runs.setdefault((bs, op, var), {}).setdefault(r, {})[tool] = float(v)
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+rng = random.Random(1)  # the same data gives the same interval
+print(f"{'bs':<5} {'op':<5} {'variant':<18} {'fio MB/s':>9} {'dd MB/s':>9} {'perflab':>9} "
+      f"{'perflab/fio':>11} {'90% interval':>14} {'paired':>7} {'fio ×':>6}  verdict")
+verdicts = set()
+for c in cases:
+    bs = c.split(":")[0]
+    for op in ("write", "read"):
+        for var in ("direct", "buffered"):
+            by_round = runs.get((bs, op, var), {})
+            both = [t for t in by_round.values() if "fio" in t and "perflab" in t]
+            col = {tool: med([t[tool] for t in by_round.values() if tool in t]) for tool in ("fio", "dd", "perflab")}
+            ratio = col["perflab"] / col["fio"] if both else float("nan")
+            paired = med([t["perflab"] / t["fio"] for t in both if t["fio"] > 0])
+            fios = [t["fio"] for t in by_round.values() if t.get("fio", 0) > 0]
+            spread = max(fios) / min(fios) if fios else float("nan")
+            boots = []
+            for _ in range(2000 if len(both) > 1 else 0):
+                pick = [rng.choice(both) for _ in both]
+                boots.append(med([t["perflab"] for t in pick]) / med([t["fio"] for t in pick]))
+            boots.sort()
+            if boots:
+                lo, hi = boots[int(0.05 * len(boots))], boots[int(0.95 * len(boots)) - 1]
+                verdict = "ok" if lo >= 0.95 and hi <= 1.05 else "OFF" if hi < 0.95 or lo > 1.05 else "noise"
+                interval = f"{lo:.3f}-{hi:.3f}"
+            else:
+                verdict, interval = "noise", "-"
+            verdicts.add(verdict)
+            label = "buffered+fdatasync" if var == "buffered" and op == "write" else var
+            print(f"{bs:<5} {op:<5} {label:<18} {col['fio']:>9.1f} {col['dd']:>9.1f} {col['perflab']:>9.1f} "
+                  f"{ratio:>11.3f} {interval:>14} {paired:>7.3f} {spread:>6.2f}  {verdict}")
+sys.exit(1 if "OFF" in verdicts else 3 if "noise" in verdicts else 0)
+PY
+worst=$?
+set -e
+echo "(medians of $ROUNDS rounds; 90% interval: bootstrap of perflab/fio over rounds; paired = median of the per-round perflab/fio ratios; fio × = fio's fastest round over its slowest; target: perflab/fio within ±5 %: ok when the whole interval is, OFF when none of it is, noise when the run cannot tell; $IDLE; $PF${HOLD:+; $HOLD})"
 if [[ -n $RECLAIM ]]; then
-  echo "note: this VM gives free memory back to its host ($RECLAIM): a run whose pages the host must back again is several times slower, at random, for every tool — see fio ×"
+  echo "note: this VM gives free memory back to its host ($RECLAIM): a run whose pages the host must back again is several times slower, for every tool — see fio ×${HOLD:+ (reporting was held off, DAMON pageout was not)}"
 fi
+# 0: every case within ±5 %; 1: some case outside; 3: none outside, some undecided.
 exit $worst
