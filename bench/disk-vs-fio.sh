@@ -3,9 +3,11 @@
 # O_DIRECT and buffered + fdatasync, alternating the tools round by round in one run.
 #
 # Prints each tool's median MB/s (10^6 bytes/s) per case, perflab's ratio to fio's
-# median, and the median of the per-round ratios (perflab and fio back to back).
-# Target: perflab/fio within ±5 % in every case. On a shared or host-cached virtual
-# disk run-to-run noise can exceed that: use more ROUNDS and a larger SIZE there.
+# median with its 90 % bootstrap interval, the median of the per-round ratios (perflab
+# and fio back to back), and fio's own spread. Target: perflab/fio within ±5 % in every
+# case. Each case's verdict is "ok" (the whole interval inside 0.95-1.05), "OFF" (none
+# of it inside) or "noise" (the run cannot tell: more ROUNDS, a larger SIZE or a quieter
+# machine); exit 0 when every case is ok, 1 when one is OFF, 3 otherwise.
 # dd writes zeros (if=/dev/zero); fio and perflab write incompressible data.
 #
 # What each tool runs (one file of SIZE in DIR, removed after each run):
