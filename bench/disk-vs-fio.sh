@@ -309,9 +309,10 @@ import random, statistics, sys
 path, cases, rounds = sys.argv[1], sys.argv[2].split(), sys.argv[3]
 runs = {}  # (bs, op, variant) -> round -> tool -> MB/s
 for line in open(path):
-    bs, op, var, tool, v, r = line.split()
-    if v in ("", "null"):
+    parts = line.split()
+    if len(parts) != 6 or parts[4] == "null":  # a run that printed no rate
         continue
+    bs, op, var, tool, v, r = parts
     runs.setdefault((bs, op, var), {}).setdefault(r, {})[tool] = float(v)
 
 def med(xs):
