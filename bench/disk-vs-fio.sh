@@ -76,6 +76,7 @@ DIR=${1:-/var/tmp}
 SIZE=${2:-256M}
 ROUNDS=${3:-3}
 BSS=${CASES:-"16k 1M"}
+PREFAULT=${PREFAULT:-1}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 
@@ -222,7 +223,7 @@ run() {
 # Touch BYTES of anonymous memory (at most half of what is available) and free it, so
 # the pages the next run allocates are backed by the host (see the header).
 prefault() {
-  [[ ${PREFAULT:-1} == 0 ]] && return 0
+  [[ $PREFAULT == 0 ]] && return 0
   python3 - "$1" <<'PY'
 import mmap, sys
 want = int(sys.argv[1])
@@ -275,7 +276,7 @@ if [[ ${HOLD_REPORTING:-1} != 0 && $RECLAIM == *reporting* && -w $REPORTING ]]; 
 fi
 case_bs() { echo "${1%%:*}"; }
 case_size() { [[ $1 == *:* ]] && echo "${1#*:}" || echo "$SIZE"; }
-PF="free memory backed before each run"; [[ ${PREFAULT:-1} == 0 ]] && PF="free memory not backed before runs (PREFAULT=0)"
+PF="free memory backed before each run"; [[ $PREFAULT == 0 ]] && PF="free memory not backed before runs (PREFAULT=0)"
 echo "disk-vs-fio: $(for c in $BSS; do printf '%s per %s run, ' "$(case_size "$c")" "$(case_bs "$c")"; done)in $DIR ($(df -T "$DIR" | awk 'NR == 2 { print $2 " on " $1 }')), $ROUNDS rounds, tools alternating, $IDLE, $PF${RECLAIM:+; the host reclaims free memory of this VM ($RECLAIM)}${HOLD:+; $HOLD}" >&2
 first=1; [[ ${WARMUP:-1} == 0 ]] && first=0
 for r in $(seq $((1 - first)) "$ROUNDS"); do
