@@ -33,7 +33,7 @@ use perflab_workloads::{Measurement, MetricValue};
 use crate::runner::Observer;
 
 /// The artifact's name, in a trial of an experiment and in a `perflab doctor` run.
-pub const ARTIFACT: &str = "doctor.json";
+pub const ARTIFACT: &str = perflab_store::vocab::ARTIFACT_DOCTOR;
 
 /// The `perflab doctor --json` object (docs/json.md): schema version, watch in seconds
 /// (to the millisecond), findings most severe first, and what could not be checked.

@@ -38,13 +38,7 @@ impl Config {
     }
 }
 
-/// A parameter value as it is substituted into templates.
-pub fn value_text(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
+pub use perflab_store::value_text;
 
 /// One planned trial.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -75,13 +75,4 @@ pub fn summarize_run(store: &Store, run: RunId, confidence: f64) -> Result<RunSu
     Ok(RunSummary { run: row, configs })
 }
 
-/// `k=v,k=v` of stored params (or `-`).
-pub fn params_label(p: &Params) -> String {
-    if p.is_empty() {
-        return "-".into();
-    }
-    p.iter()
-        .map(|(k, v)| format!("{k}={}", crate::plan::value_text(v)))
-        .collect::<Vec<_>>()
-        .join(",")
-}
+pub use perflab_store::params_label;

@@ -1,80 +1,21 @@
-//! Parsing of the human units used in flags and experiment files: durations ("10s",
-//! "500ms", "1m30s"), rates ("400", "2.5k") and fractions ("0.1%", "0.001").
-//!
-//! Hand-written because the forms are tiny and the error messages must name the field
-//! and the expected form (CONVENTIONS: never a silent default).
+//! The load engine's view of perflab's one unit grammar (`perflab-units`): durations,
+//! rates and fractions, with errors that name the spec field they were given for.
 
 use crate::error::SpecError;
 use std::time::Duration;
 
-/// Parses a duration: a sequence of `<number><unit>` with units `h`, `m`, `s`, `ms`,
-/// `us`, `ns`; a bare number means seconds. Negative or non-finite values are rejected.
-pub fn parse_duration(field: &'static str, s: &str) -> Result<Duration, SpecError> {
-    const EXPECTED: &str = "a duration like 10s, 500ms, 1m30s or a number of seconds";
-    let err = || SpecError::value(field, s, EXPECTED);
-    let t = s.trim();
-    if t.is_empty() {
-        return Err(err());
-    }
-    if let Ok(secs) = t.parse::<f64>() {
-        return secs_to_duration(secs).ok_or_else(err);
-    }
-    let mut total = 0f64;
-    let mut rest = t;
-    while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        if num_len == 0 {
-            return Err(err());
-        }
-        let value: f64 = rest[..num_len].parse().map_err(|_| err())?;
-        rest = &rest[num_len..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let scale = match &rest[..unit_len] {
-            "h" => 3600.0,
-            "m" | "min" => 60.0,
-            "s" | "sec" => 1.0,
-            "ms" => 1e-3,
-            "us" | "µs" => 1e-6,
-            "ns" => 1e-9,
-            _ => return Err(err()),
-        };
-        rest = &rest[unit_len..];
-        total += value * scale;
-    }
-    secs_to_duration(total).ok_or_else(err)
+fn spec_error(field: &'static str, e: perflab_units::UnitError) -> SpecError {
+    SpecError::value(field, e.value, e.expected)
 }
 
-fn secs_to_duration(secs: f64) -> Option<Duration> {
-    if secs.is_finite() && (0.0..1e9).contains(&secs) {
-        Some(Duration::from_secs_f64(secs))
-    } else {
-        None
-    }
+/// Parses a duration (see [`perflab_units::parse_duration`]).
+pub fn parse_duration(field: &'static str, s: &str) -> Result<Duration, SpecError> {
+    perflab_units::parse_duration(s).map_err(|e| spec_error(field, e))
 }
 
 /// Parses a positive request rate in requests per second; `k` and `M` suffixes allowed.
 pub fn parse_rate(field: &'static str, s: &str) -> Result<f64, SpecError> {
-    let err = || {
-        SpecError::value(
-            field,
-            s,
-            "a positive number of requests per second, like 400 or 2.5k",
-        )
-    };
-    let t = s.trim();
-    let (num, scale) = if let Some(n) = t.strip_suffix('k') {
-        (n, 1e3)
-    } else if let Some(n) = t.strip_suffix('M') {
-        (n, 1e6)
-    } else {
-        (t, 1.0)
-    };
-    let v: f64 = num.parse().map_err(|_| err())?;
-    check_rate(field, v * scale).map_err(|_| err())
+    perflab_units::parse_rate(s).map_err(|e| spec_error(field, e))
 }
 
 /// Checks that a rate is finite and positive.
@@ -92,17 +33,7 @@ pub fn check_rate(field: &'static str, v: f64) -> Result<f64, SpecError> {
 
 /// Parses a fraction: `0.1%` is 0.001, a bare `0.001` is 0.001. Must lie in [0, 1].
 pub fn parse_fraction(field: &'static str, s: &str) -> Result<f64, SpecError> {
-    let err = || SpecError::value(field, s, "a percentage like 0.1% or a fraction like 0.001");
-    let t = s.trim();
-    let v = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map_err(|_| err())? / 100.0,
-        None => t.parse::<f64>().map_err(|_| err())?,
-    };
-    if (0.0..=1.0).contains(&v) {
-        Ok(v)
-    } else {
-        Err(err())
-    }
+    perflab_units::parse_fraction(s).map_err(|e| spec_error(field, e))
 }
 
 #[cfg(test)]

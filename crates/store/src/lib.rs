@@ -13,11 +13,13 @@ mod read;
 mod schema;
 mod time;
 mod transfer;
+pub mod vocab;
 mod write;
 
 pub use model::*;
 pub use time::{now_rfc3339, rfc3339};
 pub use transfer::*;
+pub use vocab::{params_label, value_text};
 
 use std::path::{Path, PathBuf};
 

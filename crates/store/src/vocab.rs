@@ -1,0 +1,56 @@
+//! The store's shared vocabulary: the names every writer and reader of a run agree on —
+//! artifact names and how a config's parameters are written as a label. Writers (the
+//! lab, its workloads) and readers (analysis, report, the CLI) take them from here, so
+//! a name cannot drift between the side that stores and the side that looks.
+
+use crate::Params;
+
+/// The profile report (JSON, `perflab_profile::Report`) of a profiled trial — the same
+/// name whether it came from `perflab profile` or an experiment's `[profile]`.
+pub const ARTIFACT_PROFILE: &str = "profile.json";
+/// Folded call stacks of a profiled trial (`inferno`/`flamegraph.pl` input).
+pub const ARTIFACT_STACKS: &str = "stacks.folded";
+/// The flame graph (SVG) of a profiled trial.
+pub const ARTIFACT_FLAMEGRAPH: &str = "flamegraph.svg";
+/// The doctor's findings around a trial (JSON).
+pub const ARTIFACT_DOCTOR: &str = "doctor.json";
+/// The tail of the service-under-test's output.
+pub const ARTIFACT_SERVICE_LOG: &str = "service.log";
+/// The full HTTP load report (JSON, `perflab_load::Report`).
+pub const ARTIFACT_HTTP_REPORT: &str = "http-report.json";
+/// The full disk report (JSON).
+pub const ARTIFACT_DISK_REPORT: &str = "disk-report.json";
+
+/// A parameter value as text: strings bare, everything else as JSON (`4`, `true`) — the
+/// form templates substitute and labels show.
+pub fn value_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `k=v,k=v` of a config's parameters (or `-` when it has none).
+pub fn params_label(p: &Params) -> String {
+    if p.is_empty() {
+        return "-".into();
+    }
+    p.iter()
+        .map(|(k, v)| format!("{k}={}", value_text(v)))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels() {
+        let mut p = Params::new();
+        assert_eq!(params_label(&p), "-");
+        p.insert("workers".into(), serde_json::json!(2));
+        p.insert("mode".into(), serde_json::json!("on"));
+        assert_eq!(params_label(&p), "mode=on,workers=2");
+    }
+}
