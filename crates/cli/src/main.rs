@@ -48,35 +48,20 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run an experiment file (matrix × repetitions), store it, print the summary.
     Run(commands::run::RunArgs),
-    /// List the runs in the store.
     Runs(commands::runs::RunsArgs),
-    /// Summary of a stored run: per config and metric, mean ± 95% CI.
     Show(commands::show::ShowArgs),
-    /// Compare runs or configs: ratio with CI, p-value and verdict.
     Compare(commands::compare::CompareArgs),
-    /// Export a stored run as JSON or CSV.
     Export(commands::export::ExportArgs),
-    /// Import runs exported from another store.
     Import(commands::import::ImportArgs),
-    /// perflab's built-in HTTP server (a target for tests and demos).
     Serve(commands::serve::ServeArgs),
-    /// One HTTP load test: closed loop, open loop at a rate, or a ramp.
     Http(commands::http::HttpArgs),
-    /// SciMark 2 kernels in C, Java, Rust, Go, JavaScript and Python.
     Scimark(commands::scimark::ScimarkArgs),
-    /// Disk I/O: sequential/random read/write, buffered or direct.
     Disk(commands::disk::DiskArgs),
-    /// Live system telemetry: CPU, context switches, run queue, disk, network.
     Top(commands::top::TopArgs),
-    /// Configuration and counter checks, each finding with its evidence and fix.
     Doctor(commands::doctor::DoctorArgs),
-    /// Sampling profile (perf) with a per-function report and a flame graph.
     Profile(commands::profile::ProfileArgs),
-    /// Self-contained HTML or Markdown report of a stored run.
     Report(commands::report::ReportArgs),
-    /// Shell completion scripts.
     Completions(commands::completions::CompletionsArgs),
 }
 

@@ -33,7 +33,8 @@ intended send time (coordinated omission corrected); the uncorrected latency is 
 Exit codes: 0 ok, 1 could not run, 2 bad input (nothing was sent),
             4 the run completed but some requests failed (errors or status >= 400).";
 
-/// Arguments of `perflab http`.
+/// One HTTP load test: a closed loop of connections, an open loop at a rate, or a ramp;
+/// latency percentiles with coordinated-omission correction.
 #[derive(Debug, clap::Args)]
 #[command(after_help = HTTP_HELP)]
 pub struct HttpArgs {

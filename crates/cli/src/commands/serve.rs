@@ -18,7 +18,8 @@ use perflab_serve::{ServeError, Server, Strategy};
 
 use crate::exit::InvalidInput;
 
-/// Arguments of `perflab serve`.
+/// perflab's built-in HTTP server: a fixed reply or a directory of files, a target for
+/// load tests and demos.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Stops gracefully on SIGINT (Ctrl-C) or SIGTERM and exits 0.")]
 pub struct ServeArgs {
