@@ -334,6 +334,23 @@ pub struct BaselineComparison {
 }
 
 impl BaselineComparison {
+    /// The `comparisons`, `geomean` and `skipped` arrays of `perflab compare RUN
+    /// --baseline ... --json` (docs/json.md): each entry as for one pair, tagged with
+    /// its `candidate_params`.
+    pub fn json_arrays(&self) -> (Vec<Value>, Vec<Value>, Vec<Value>) {
+        let (mut comparisons, mut geomean, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
+        for c in &self.candidates {
+            let tag = |mut v: Value| {
+                v["candidate_params"] = json!(c.params);
+                v
+            };
+            comparisons.extend(c.report.comparisons_json().into_iter().map(tag));
+            geomean.extend(c.report.geomean_json().into_iter().map(tag));
+            skipped.extend(c.report.skipped_json().into_iter().map(tag));
+        }
+        (comparisons, geomean, skipped)
+    }
+
     /// Every row of every candidate, with the candidate's parameters.
     pub fn rows(&self) -> impl Iterator<Item = (&Params, &Row)> {
         self.candidates

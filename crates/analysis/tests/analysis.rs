@@ -183,6 +183,12 @@ fn against_baseline_gives_the_reference_ratio_interval_p_and_verdict() {
     assert_eq!(v["p_welch"], json!(c.p_welch));
     assert_eq!(row.p_text(), "0.002");
     assert_eq!(row.ratio_text(), "1.036 [1.018, 1.054]");
+    let (comparisons, geomean, skipped) = cmp.json_arrays();
+    assert_eq!(comparisons.len(), 1);
+    assert_eq!(comparisons[0]["candidate_params"], json!({"level": 6}));
+    assert!(geomean.is_empty(), "one compared metric: no geomean");
+    assert_eq!(skipped[0]["metric"], "w");
+    assert_eq!(skipped[0]["only_in"], "candidate");
 
     // The same pair, the baseline named by its parameter, the other way round.
     let sel = parse_selector("level=6").unwrap();

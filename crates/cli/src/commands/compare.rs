@@ -10,12 +10,12 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use perflab_analysis::compare::{compare_metrics, PairReport};
+use perflab_analysis::compare::{compare_metrics, BaselineComparison, Candidate, PairReport};
 use perflab_analysis::interaction;
 use perflab_analysis::select::{parse_selector, parse_spec, RunData, Selector, Side, Spec};
 use perflab_analysis::CompareOptions;
 use perflab_store::Store;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::compare::table;
 use crate::exit::{self, InvalidInput};
@@ -185,18 +185,18 @@ fn against_one(
         })
         .collect();
     if a.json {
-        let mut comparisons = Vec::new();
-        let mut geomean = Vec::new();
-        let mut skipped = Vec::new();
-        for (cand, (_, r)) in cands.iter().zip(&reports) {
-            let tag = |mut v: Value| {
-                v["candidate_params"] = json!(cand.params);
-                v
-            };
-            comparisons.extend(r.comparisons_json().into_iter().map(tag));
-            geomean.extend(r.geomean_json().into_iter().map(tag));
-            skipped.extend(r.skipped_json().into_iter().map(tag));
-        }
+        let all = BaselineComparison {
+            baseline: base.params.clone(),
+            candidates: cands
+                .iter()
+                .zip(&reports)
+                .map(|(c, (_, r))| Candidate {
+                    params: c.params.clone(),
+                    report: r.clone(),
+                })
+                .collect(),
+        };
+        let (comparisons, geomean, skipped) = all.json_arrays();
         let doc = json!({
             "schema_version": 1, "confidence": opts.confidence, "alpha": opts.alpha,
             "baseline": base.json(), "comparisons": comparisons, "geomean": geomean,
