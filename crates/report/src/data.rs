@@ -1,14 +1,15 @@
-//! Everything a report shows, gathered once from the store: the run with every trial
-//! (failed and interrupted ones too), per-config samples and summaries of each metric,
-//! the comparison rows, and the doctor findings stored with the trials. Output formats
-//! only lay this out.
+//! Everything a report shows, gathered once: the run with every trial (failed and
+//! interrupted ones too), and what `perflab-analysis` says about it — per-config samples
+//! and summaries of each metric, the comparison rows, the doctor findings per trial.
+//! Output formats only lay this out.
 
-use perflab_lab::summary::params_label;
-use perflab_stats::{summarize, Summary};
-use perflab_store::{ExportedTrial, RunExport, RunId, Store};
+use perflab_analysis::doctor::{self, TrialFindings};
+use perflab_analysis::samples::{self, ConfigSamples};
+use perflab_analysis::select::{matches, parse_selector};
+use perflab_analysis::{format, CompareOptions, Summary};
+use perflab_store::{params_label, ExportedTrial, RunExport, RunId, Store};
 
 use crate::compare::{self, CompareRow};
-use crate::doctor::TrialFindings;
 use crate::{Options, ReportError, Result};
 
 /// One metric of one config: the values of its ok trials and their summary.
@@ -46,6 +47,8 @@ impl ConfigData {
 #[derive(Debug, Clone)]
 pub struct ReportData {
     pub export: RunExport,
+    /// The samples of each config, as the analysis gathered them.
+    pub samples: Vec<ConfigSamples>,
     pub configs: Vec<ConfigData>,
     /// Metric names in first-seen order over all configs: (name, unit, better).
     pub metric_names: Vec<(String, String, String)>,
@@ -61,33 +64,36 @@ impl ReportData {
     /// Reads run `id` (and the `--compare` run) from the store.
     pub fn load(store: &Store, id: RunId, opts: &Options) -> Result<ReportData> {
         let export = store.export_run(id)?;
-        let configs = configs_of(&export, opts.confidence);
-        let metric_names = metric_names(&configs);
+        let samples = samples::from_export(&export);
+        let configs = configs_of(&export, &samples, opts.confidence);
+        let cmp = CompareOptions {
+            confidence: opts.confidence,
+            ..CompareOptions::default()
+        };
         let (compare_title, comparisons) = match (opts.compare_run, &opts.baseline) {
             (Some(other), _) => {
                 let o = store.export_run(other)?;
-                let oc = configs_of(&o, opts.confidence);
+                let os = samples::from_export(&o);
+                let ol = configs_of(&o, &os, opts.confidence);
                 (
                     Some(format!("run {} ({}) as baseline", other, o.run.name)),
-                    compare::across_runs(&oc, &configs, opts.confidence),
+                    compare::across_runs((&os, &ol), (&samples, &configs), &cmp),
                 )
             }
-            (None, baseline) => {
-                let b = pick_baseline(&configs, baseline.as_deref(), id)?;
-                match b {
-                    Some(b) => (
-                        Some(format!("config {} as baseline", configs[b].label)),
-                        compare::within_run(&configs, b, opts.confidence),
-                    ),
-                    None => (None, Vec::new()),
-                }
-            }
+            (None, baseline) => match pick_baseline(&samples, baseline.as_deref(), id)? {
+                Some(b) => (
+                    Some(format!("config {} as baseline", configs[b].label)),
+                    compare::within_run(&samples, &configs, b, &cmp),
+                ),
+                None => (None, Vec::new()),
+            },
         };
-        let doctor = doctor_findings(&export);
+        let doctor = doctor::per_trial(&export);
         Ok(ReportData {
+            metric_names: samples::metric_names(&samples),
             export,
+            samples,
             configs,
-            metric_names,
             confidence: opts.confidence,
             compare_title,
             comparisons,
@@ -122,69 +128,29 @@ impl ReportData {
 
     /// `95%`.
     pub fn level(&self) -> String {
-        format!("{}%", crate::format::num(self.confidence * 100.0))
+        format::level(self.confidence)
     }
 }
 
-fn configs_of(export: &RunExport, confidence: f64) -> Vec<ConfigData> {
-    export
-        .configs
+fn configs_of(export: &RunExport, samples: &[ConfigSamples], confidence: f64) -> Vec<ConfigData> {
+    samples
         .iter()
-        .map(|c| {
-            let mut metrics: Vec<MetricSample> = Vec::new();
-            for t in export
-                .trials
+        .map(|c| ConfigData {
+            ordinal: c.ordinal,
+            label: short_label(export, &c.params),
+            params: params_label(&c.params),
+            metrics: c
+                .metrics
                 .iter()
-                .filter(|t| t.config == c.ordinal && t.status == "ok")
-            {
-                for m in t.metrics.iter().filter(|m| m.value.is_finite()) {
-                    let i = match metrics.iter().position(|x| x.name == m.name) {
-                        Some(i) => i,
-                        None => {
-                            metrics.push(MetricSample {
-                                name: m.name.clone(),
-                                unit: m.unit.clone(),
-                                better: m.better.clone(),
-                                values: Vec::new(),
-                                trials: Vec::new(),
-                                summary: None,
-                            });
-                            metrics.len() - 1
-                        }
-                    };
-                    metrics[i].values.push(m.value);
-                    metrics[i].trials.push(t.ordinal);
-                }
-            }
-            for m in &mut metrics {
-                m.summary = summarize(&m.values, confidence).ok();
-            }
-            ConfigData {
-                ordinal: c.ordinal,
-                label: short_label(export, &c.params),
-                params: params_label(&c.params),
-                metrics,
-            }
-        })
-        .collect()
-}
-
-/// The findings of every trial that stored a `doctor.json` (`perflab doctor` runs, and
-/// experiment trials during which the doctor saw a warning or worse).
-fn doctor_findings(export: &RunExport) -> Vec<TrialFindings> {
-    export
-        .trials
-        .iter()
-        .filter_map(|t| {
-            let a = t
-                .artifacts
-                .iter()
-                .find(|a| a.name == perflab_lab::doctor::ARTIFACT)?;
-            Some(TrialFindings {
-                trial: t.ordinal,
-                config: t.config,
-                findings: crate::doctor::parse(&a.content),
-            })
+                .map(|m| MetricSample {
+                    name: m.name.clone(),
+                    unit: m.unit.clone(),
+                    better: m.better.clone(),
+                    values: m.values.clone(),
+                    trials: m.trials.clone(),
+                    summary: m.summarize(confidence),
+                })
+                .collect(),
         })
         .collect()
 }
@@ -207,44 +173,25 @@ fn short_label(export: &RunExport, p: &perflab_store::Params) -> String {
     }
 }
 
-fn metric_names(configs: &[ConfigData]) -> Vec<(String, String, String)> {
-    let mut out: Vec<(String, String, String)> = Vec::new();
-    for m in configs.iter().flat_map(|c| &c.metrics) {
-        if !out.iter().any(|(n, _, _)| *n == m.name) {
-            out.push((m.name.clone(), m.unit.clone(), m.better.clone()));
-        }
-    }
-    out
-}
-
-/// Index of the baseline config: the one `--baseline key=value,...` names, else the
-/// first; None when the run has fewer than two configs (nothing to compare).
-fn pick_baseline(configs: &[ConfigData], given: Option<&str>, run: RunId) -> Result<Option<usize>> {
+/// Index of the baseline config: the first that `--baseline key=value,...` names, else
+/// the first config; None when the run has fewer than two configs (nothing to compare).
+fn pick_baseline(
+    configs: &[ConfigSamples],
+    given: Option<&str>,
+    run: RunId,
+) -> Result<Option<usize>> {
     let Some(given) = given else {
         return Ok((configs.len() > 1).then_some(0));
     };
-    let mut wanted = Vec::new();
-    for part in given.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (k, v) = part
-            .split_once('=')
-            .ok_or_else(|| ReportError::BadBaseline(given.to_string()))?;
-        wanted.push(format!("{}={}", k.trim(), v.trim()));
-    }
-    if wanted.is_empty() {
-        return Err(ReportError::BadBaseline(given.to_string()));
-    }
-    let found = configs.iter().position(|c| {
-        let have: Vec<&str> = c.params.split(',').collect();
-        wanted.iter().all(|w| have.contains(&w.as_str()))
-    });
-    match found {
+    let sel = parse_selector(given).map_err(|_| ReportError::BadBaseline(given.to_string()))?;
+    match configs.iter().position(|c| matches(&c.params, &sel)) {
         Some(i) => Ok(Some(i)),
         None => Err(ReportError::NoSuchBaseline {
             given: given.to_string(),
             run,
             configs: configs
                 .iter()
-                .map(|c| c.params.as_str())
+                .map(|c| params_label(&c.params))
                 .collect::<Vec<_>>()
                 .join("; "),
         }),

@@ -1,90 +1,12 @@
-//! Number and text formatting shared by the Markdown and HTML outputs: sensible
-//! precision, units always printed, and escaping for each target.
+//! Formatting for the Markdown and HTML outputs. Numbers are written by
+//! `perflab_analysis::format` (re-exported here), the same rules as the terminal's:
+//! mean ± CI, ratio [lo, hi] and p-values read alike in `perflab compare` and in a
+//! report. What is the report's own: sizes and durations in its header, and escaping
+//! for each target.
 
-use perflab_stats::Summary;
-
-/// A number with about four significant digits (no exponent for usual magnitudes).
-pub fn num(v: f64) -> String {
-    if !v.is_finite() {
-        return "—".into();
-    }
-    let a = v.abs();
-    let decimals = if a == 0.0 || a >= 1000.0 {
-        0
-    } else if a >= 100.0 {
-        1
-    } else if a >= 10.0 {
-        2
-    } else if a >= 1.0 {
-        3
-    } else {
-        // Four significant digits below 1, at most 9 decimals.
-        ((-a.log10()).floor() as usize + 4).min(9)
-    };
-    let s = format!("{v:.decimals$}");
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
-}
-
-/// `value unit` (no trailing space when the unit is empty).
-pub fn with_unit(v: f64, unit: &str) -> String {
-    if unit.is_empty() {
-        num(v)
-    } else {
-        format!("{} {unit}", num(v))
-    }
-}
-
-/// `mean ± half unit`, or just `value unit` for a single trial (no pretend CI).
-pub fn mean_ci(s: &Summary, unit: &str) -> String {
-    let half = s.ci_half_width();
-    if s.n < 2 || !half.is_finite() {
-        with_unit(s.mean, unit)
-    } else {
-        let u = if unit.is_empty() {
-            String::new()
-        } else {
-            format!(" {unit}")
-        };
-        format!("{} ± {}{u}", num(s.mean), num(half))
-    }
-}
-
-/// Coefficient of variation in percent, `—` for a single trial.
-pub fn cv(s: &Summary) -> String {
-    if s.n < 2 || !s.cv.is_finite() {
-        "—".into()
-    } else {
-        format!("{:.1}%", s.cv * 100.0)
-    }
-}
-
-/// `1.234 [1.1, 1.3]`.
-pub fn ratio_ci(r: f64, lo: f64, hi: f64) -> String {
-    format!("{} [{}, {}]", ratio(r), ratio(lo), ratio(hi))
-}
-
-fn ratio(v: f64) -> String {
-    if v.is_finite() {
-        format!("{v:.3}")
-    } else {
-        "—".into()
-    }
-}
-
-/// A p-value with sensible precision.
-pub fn p(v: f64) -> String {
-    if !v.is_finite() {
-        "—".into()
-    } else if v < 0.0001 {
-        "<0.0001".into()
-    } else {
-        format!("{v:.4}")
-    }
-}
+pub use perflab_analysis::format::{
+    arrow, cv, level, mean_ci, num, p_value, ratio_ci, sig, value, with_unit, NONE,
+};
 
 /// Bytes as GiB/MiB.
 pub fn bytes(b: u64) -> String {
@@ -141,15 +63,6 @@ pub fn md_cell(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn numbers_keep_about_four_significant_digits() {
-        assert_eq!(num(12345.6), "12346");
-        assert_eq!(num(123.456), "123.5");
-        assert_eq!(num(1.5), "1.5");
-        assert_eq!(num(0.0012344), "0.001234");
-        assert_eq!(num(f64::NAN), "—");
-    }
 
     #[test]
     fn markdown_cells_cannot_break_the_table() {

@@ -6,7 +6,10 @@
 //! take an open [`Store`], a run id and [`Options`] and return the document as a
 //! `String`; the caller decides where it goes. Everything is gathered once into a
 //! [`data::ReportData`] (one `export_run`, so failed trials, series, histograms and
-//! artifacts all come along) and each output format only lays it out. Charts are
+//! artifacts all come along); what the numbers say — summaries, comparisons, ratio of
+//! ratios, doctor findings, how a number is written — is `perflab-analysis`, the same
+//! as the terminal's, and each output format only lays it out. The report reads the
+//! store, never the runner (`docs/architecture.md`). Charts are
 //! templated SVG, one module per chart kind under [`chart`]: a plotting crate would
 //! bring fonts and raster back-ends we do not need for a few axes, dots and lines.
 
@@ -16,9 +19,7 @@ pub mod data;
 pub mod doctor;
 pub mod format;
 pub mod html;
-pub mod interaction;
 pub mod markdown;
-pub mod profile;
 
 use perflab_store::{RunId, Store, StoreError};
 

@@ -4,9 +4,10 @@
 
 use std::fmt::Write;
 
-use crate::compare::Outcome;
+use perflab_analysis::interaction::grid;
+
 use crate::data::ReportData;
-use crate::format::{bytes, cv, duration, md_cell, mean_ci, num, p, ratio_ci, with_unit};
+use crate::format::{arrow, bytes, cv, duration, md_cell, mean_ci, num, ratio_ci, sig, value};
 
 /// The whole Markdown document.
 pub fn render(d: &ReportData) -> String {
@@ -101,15 +102,11 @@ fn results(out: &mut String, d: &ReportData) {
             let Some(s) = &m.summary else { continue };
             rows.push(vec![
                 md_cell(&c.label),
-                format!(
-                    "{} {}",
-                    md_cell(&m.name),
-                    if m.better == "higher" { "↑" } else { "↓" }
-                ),
+                format!("{} {}", md_cell(&m.name), arrow(&m.better)),
                 md_cell(&mean_ci(s, &m.unit)),
                 s.n.to_string(),
                 cv(s),
-                md_cell(&with_unit(s.median, &m.unit)),
+                md_cell(&value(s.median, &m.unit)),
             ]);
         }
     }
@@ -137,26 +134,20 @@ fn comparison(out: &mut String, d: &ReportData) {
     let rows: Vec<Vec<String>> = d
         .comparisons
         .iter()
-        .map(|r| {
-            let (ratio, pv) = match &r.outcome {
-                Outcome::Compared(c) => (
-                    ratio_ci(c.ratio, c.ratio_ci_low, c.ratio_ci_high),
-                    p(c.p_welch),
-                ),
-                _ => ("—".into(), "—".into()),
-            };
+        .map(|c| {
+            let r = &c.row;
             let verdict = match r.class() {
-                "better" => format!("**{}**", r.verdict()),
-                "worse" => format!("**{}** ⚠", r.verdict()),
-                _ => md_cell(&r.verdict()),
+                "better" => format!("**{}**", r.verdict_text()),
+                "worse" => format!("**{}** ⚠", r.verdict_text()),
+                _ => md_cell(&r.verdict_text()),
             };
             vec![
-                md_cell(&r.candidate),
-                md_cell(&r.metric),
-                md_cell(&with_unit(r.baseline_mean, &r.unit)),
-                md_cell(&with_unit(r.candidate_mean, &r.unit)),
-                ratio,
-                pv,
+                md_cell(&c.candidate),
+                md_cell(&r.name),
+                md_cell(&value(r.baseline.mean, &r.unit)),
+                md_cell(&value(r.candidate.mean, &r.unit)),
+                r.ratio_text(),
+                r.p_text(),
                 verdict,
             ]
         })
@@ -178,7 +169,7 @@ fn comparison(out: &mut String, d: &ReportData) {
 }
 
 fn interaction(out: &mut String, d: &ReportData) {
-    let rows = crate::interaction::rows(d);
+    let rows = grid(&d.samples, d.confidence);
     if rows.is_empty() {
         return;
     }
@@ -187,12 +178,13 @@ fn interaction(out: &mut String, d: &ReportData) {
     let rows: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            let rr = ratio_ci(r.ratio_of_ratios, r.ci_low, r.ci_high);
+            let i = &r.interaction;
+            let rr = ratio_ci(i.ratio_of_ratios, i.ci_low, i.ci_high);
             vec![
                 md_cell(&r.metric),
                 md_cell(&r.effect),
                 md_cell(&r.across),
-                format!("{:.3} / {:.3}", r.ratio_at_b, r.ratio_at_b0),
+                format!("{} / {}", sig(i.ratio_x.ratio), sig(i.ratio_y.ratio)),
                 if r.significant() {
                     format!("**{rr}**")
                 } else {

@@ -3,19 +3,21 @@
 //!
 //! Three shapes, one command: `A B` (two configs, possibly of runs from different
 //! hosts), `RUN --baseline key=value` (every other config of a run against one) and
-//! `--interaction PARAM [--by PARAM2]` (ratio of ratios). The work is in
-//! `crate::compare`; this module parses, dispatches, prints and applies the gate.
+//! `--interaction PARAM [--by PARAM2]` (ratio of ratios). The numbers are
+//! `perflab_analysis` (shared with the report), the tables `crate::compare::table`;
+//! this module parses, dispatches, prints and applies the gate.
 
 use std::process::ExitCode;
 
 use anyhow::Context;
-use perflab_stats::CompareOptions;
+use perflab_analysis::compare::{compare_metrics, BaselineComparison, Candidate, PairReport};
+use perflab_analysis::interaction;
+use perflab_analysis::select::{parse_selector, parse_spec, RunData, Selector, Side, Spec};
+use perflab_analysis::CompareOptions;
 use perflab_store::Store;
-use serde_json::{json, Value};
+use serde_json::json;
 
-use crate::compare::interaction;
-use crate::compare::pair::{compare_sides, PairReport};
-use crate::compare::select::{parse_selector, parse_spec, RunData, Side};
+use crate::compare::table;
 use crate::exit::{self, InvalidInput};
 use crate::Global;
 
@@ -116,14 +118,15 @@ pub fn run(g: &Global, a: &CompareArgs) -> anyhow::Result<ExitCode> {
         return interaction_cmd(&store, a, factor);
     }
     let reports = if let Some(sel) = &a.baseline {
-        against_one(&store, a, &parse_selector(sel)?, &opts)?
+        let sel = parse_selector(sel).map_err(InvalidInput::from)?;
+        against_one(&store, a, &sel, &opts)?
     } else {
-        let (x, y) = (parse_spec(&a.sides[0])?, parse_spec(&a.sides[1])?);
+        let (x, y) = (spec(&a.sides[0])?, spec(&a.sides[1])?);
         let (xd, yd) = (RunData::load(&store, x.run)?, RunData::load(&store, y.run)?);
-        let base = xd.side(xd.one(&x.selector)?);
-        let cand = yd.side(yd.one(&y.selector)?);
+        let base = xd.side(xd.one(&x.selector).map_err(InvalidInput::from)?);
+        let cand = yd.side(yd.one(&y.selector).map_err(InvalidInput::from)?);
         check_metric_names(&a.metrics, [&base, &cand])?;
-        let report = compare_sides(&base, &cand, &a.metrics, &opts);
+        let report = compare_metrics(&base.metrics, &cand.metrics, &a.metrics, &opts);
         if a.json {
             let doc = json!({
                 "schema_version": 1, "confidence": opts.confidence, "alpha": opts.alpha,
@@ -144,10 +147,10 @@ pub fn run(g: &Global, a: &CompareArgs) -> anyhow::Result<ExitCode> {
 fn against_one(
     store: &Store,
     a: &CompareArgs,
-    sel: &crate::compare::select::Selector,
+    sel: &Selector,
     opts: &CompareOptions,
 ) -> anyhow::Result<Vec<(String, PairReport)>> {
-    let spec = parse_spec(&a.sides[0])?;
+    let spec = spec(&a.sides[0])?;
     if !spec.selector.is_empty() {
         return Err(InvalidInput(format!(
             "with --baseline give the run alone ({}), not {}",
@@ -156,12 +159,12 @@ fn against_one(
         .into());
     }
     let d = RunData::load(store, spec.run)?;
-    let base_cfg = d.one(sel)?;
+    let base_cfg = d.one(sel).map_err(InvalidInput::from)?;
     let base = d.side(base_cfg);
     let cands: Vec<Side> = d
         .configs
         .iter()
-        .filter(|c| c.id != base_cfg.id)
+        .filter(|c| c.ordinal != base_cfg.ordinal)
         .map(|c| d.side(c))
         .collect();
     if cands.is_empty() {
@@ -176,21 +179,24 @@ fn against_one(
     check_metric_names(&a.metrics, all)?;
     let reports: Vec<(String, PairReport)> = cands
         .iter()
-        .map(|c| (c.label(), compare_sides(&base, c, &a.metrics, opts)))
+        .map(|c| {
+            let r = compare_metrics(&base.metrics, &c.metrics, &a.metrics, opts);
+            (c.label(), r)
+        })
         .collect();
     if a.json {
-        let mut comparisons = Vec::new();
-        let mut geomean = Vec::new();
-        let mut skipped = Vec::new();
-        for (cand, (_, r)) in cands.iter().zip(&reports) {
-            let tag = |mut v: Value| {
-                v["candidate_params"] = json!(cand.params);
-                v
-            };
-            comparisons.extend(r.comparisons_json().into_iter().map(tag));
-            geomean.extend(r.geomean_json().into_iter().map(tag));
-            skipped.extend(r.skipped_json().into_iter().map(tag));
-        }
+        let all = BaselineComparison {
+            baseline: base.params.clone(),
+            candidates: cands
+                .iter()
+                .zip(&reports)
+                .map(|(c, (_, r))| Candidate {
+                    params: c.params.clone(),
+                    report: r.clone(),
+                })
+                .collect(),
+        };
+        let (comparisons, geomean, skipped) = all.json_arrays();
         let doc = json!({
             "schema_version": 1, "confidence": opts.confidence, "alpha": opts.alpha,
             "baseline": base.json(), "comparisons": comparisons, "geomean": geomean,
@@ -211,7 +217,7 @@ fn against_one(
 fn print_pair(base: &Side, cand: &Side, r: &PairReport) {
     println!("baseline:  {}", base.label());
     println!("candidate: {}", cand.label());
-    println!("{}", r.table());
+    println!("{}", table::pair(r));
     if let Some(line) = r.skipped_line() {
         println!("{line}");
     }
@@ -260,23 +266,21 @@ fn gate(pct: Option<f64>, reports: &[(String, PairReport)]) -> anyhow::Result<Ex
 
 /// `--interaction PARAM [--by PARAM2]`.
 fn interaction_cmd(store: &Store, a: &CompareArgs, factor: &str) -> anyhow::Result<ExitCode> {
-    let x = parse_spec(&a.sides[0])?;
+    let x = spec(&a.sides[0])?;
     let xd = RunData::load(store, x.run)?;
     let yd;
     let design = match (&a.by, a.sides.get(1)) {
-        (Some(by), _) => interaction::within_run(&xd, &x.selector, factor, by)?,
+        (Some(by), _) => interaction::within_run(&xd, &x.selector, factor, by),
         (None, Some(y)) => {
-            let y = parse_spec(y)?;
+            let y = spec(y)?;
             yd = RunData::load(store, y.run)?;
-            interaction::two_runs((&xd, &x.selector), (&yd, &y.selector), factor)?
+            interaction::two_runs((&xd, &x.selector), (&yd, &y.selector), factor)
         }
         (None, None) => unreachable!("the number of sides was checked"),
-    };
-    check_metric_names(
-        &a.metrics,
-        [&design.x.num, &design.x.den, &design.y.num, &design.y.den],
-    )?;
-    let (rows, skipped) = interaction::rows(&design, &a.metrics, a.confidence);
+    }
+    .map_err(InvalidInput::from)?;
+    check_metric_names(&a.metrics, design.cells())?;
+    let (rows, skipped) = design.rows(&a.metrics, a.confidence);
     if a.json {
         let doc = json!({
             "schema_version": 1, "confidence": a.confidence,
@@ -287,10 +291,15 @@ fn interaction_cmd(store: &Store, a: &CompareArgs, factor: &str) -> anyhow::Resu
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         println!("{}", design.header());
-        println!("{}", design.table(&rows, a.confidence));
+        println!("{}", table::interaction(&design, &rows, a.confidence));
         if !skipped.is_empty() {
             println!("skipped (not in all four configs): {}", skipped.join(", "));
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `RUN[:key=value,...]`, a wrong one a usage error.
+fn spec(s: &str) -> Result<Spec, InvalidInput> {
+    parse_spec(s).map_err(InvalidInput::from)
 }

@@ -9,13 +9,11 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
-use perflab_lab::plan::value_text;
-use perflab_lab::summary::{params_label, summarize_run};
-use perflab_store::{Params, RunExport, Store};
-
-use crate::format::{mean_pm, pct};
 use crate::Global;
+use anyhow::Context;
+use perflab_analysis::format::{arrow, cv, level, mean_ci};
+use perflab_analysis::summary::summarize_run;
+use perflab_store::{params_label, value_text, Params, RunExport, Store};
 
 /// Export a stored run: lossless JSON (host, file, trials, metrics, histograms, series,
 /// artifacts) for `perflab import`, CSV (one row per trial × metric), or Markdown.
@@ -128,24 +126,24 @@ fn markdown(store: &Store, id: i64, confidence: f64) -> anyhow::Result<String> {
     let s = summarize_run(store, id, confidence)?;
     let r = &s.run;
     let mut out = format!(
-        "### run {} · {} · host {} · {}\n\n| config | metric | mean ± {:.0}% CI | n | CV |\n|---|---|---:|---:|---:|\n",
+        "### run {} · {} · host {} · {}\n\n| config | metric | mean ± {} CI | n | CV |\n|---|---|---:|---:|---:|\n",
         r.id,
         md_cell(&r.name),
         md_cell(&r.host),
         r.started_at,
-        confidence * 100.0
+        level(confidence)
     );
     for c in &s.configs {
         let label = md_cell(&params_label(&c.params));
         for m in &c.metrics {
             let st = &m.stats;
-            let arrow = if m.better == "higher" { "↑" } else { "↓" };
             out.push_str(&format!(
-                "| {label} | {} {arrow} | {} | {} | {} |\n",
+                "| {label} | {} {} | {} | {} | {} |\n",
                 md_cell(&m.name),
-                mean_pm(st.mean, st.ci_half_width(), &m.unit),
+                arrow(&m.better),
+                mean_ci(st, &m.unit),
                 st.n,
-                pct(st.cv)
+                cv(st)
             ));
         }
         if c.metrics.is_empty() {

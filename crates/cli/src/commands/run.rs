@@ -4,8 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use perflab_analysis::compare::Baseline;
+use perflab_analysis::summary::summarize_run;
 use perflab_lab::runner::{self, RunOptions};
-use perflab_lab::summary::summarize_run;
 use perflab_lab::Experiment;
 use perflab_store::{RunStatus, Store};
 
@@ -143,12 +144,7 @@ fn print_comparisons(
     exp: &Experiment,
     confidence: f64,
 ) -> anyhow::Result<()> {
-    use crate::compare::{pair::compare_sides, select::RunData};
     use perflab_lab::experiment::WorkloadSpec;
-    let d = RunData::load(store, run)?;
-    if d.configs.len() < 2 {
-        return Ok(());
-    }
     let metrics: Vec<String> = if !exp.primary.is_empty() {
         exp.primary.clone()
     } else {
@@ -166,24 +162,7 @@ fn print_comparisons(
                 .to_vec(),
         }
     };
-    let opts = perflab_stats::CompareOptions {
-        confidence,
-        ..Default::default()
-    };
-    let base = d.side(&d.configs[0]);
-    for c in &d.configs[1..] {
-        let cand = d.side(c);
-        let r = compare_sides(&base, &cand, &metrics, &opts);
-        if r.rows.is_empty() {
-            continue;
-        }
-        println!(
-            "\n{} vs {} (baseline):",
-            perflab_lab::summary::params_label(&cand.params),
-            perflab_lab::summary::params_label(&base.params)
-        );
-        println!("{}", r.table());
-    }
+    crate::compare::print_against_baseline(store, run, &Baseline::First, &metrics, confidence)?;
     Ok(())
 }
 

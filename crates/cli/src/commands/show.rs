@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use perflab_lab::summary::{summarize_run, RunSummary};
+use perflab_analysis::summary::{summarize_run, RunSummary};
 use perflab_store::Store;
 use serde_json::{json, Value};
 

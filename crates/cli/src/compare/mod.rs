@@ -1,9 +1,55 @@
-//! What `perflab compare` computes and prints, kept out of the command module so that
-//! each concept has its file: which samples a `RUN[:key=value,...]` names
-//! ([`select`]), a baseline/candidate comparison ([`pair`]) and a ratio of ratios
-//! ([`interaction`]). The statistics themselves live in `perflab-stats`; these
-//! modules only gather samples from the store, call it, and lay out the answers.
+//! How `perflab compare`, `perflab run` (and `perflab bench`, `perflab scimark`) lay a
+//! comparison out in the terminal. What is compared, and the numbers, are
+//! `perflab_analysis` (the one reader of stored runs, shared with the report); this
+//! module only turns its answers into tables ([`table`]) and prints the one view every
+//! measuring command ends with: each config against the baseline
+//! ([`print_against_baseline`]).
 
-pub mod interaction;
-pub mod pair;
-pub mod select;
+pub mod table;
+
+use perflab_analysis::compare::{against_baseline, Baseline, BaselineComparison};
+use perflab_analysis::{CompareOptions, SelectError};
+use perflab_store::{params_label, RunId, Store};
+
+use crate::exit::InvalidInput;
+
+impl From<SelectError> for InvalidInput {
+    fn from(e: SelectError) -> InvalidInput {
+        InvalidInput(e.0)
+    }
+}
+
+/// An analysis error as the CLI reports it: a wrong selection is a usage error (exit 2).
+pub fn cli_error(e: perflab_analysis::Error) -> anyhow::Error {
+    match e {
+        perflab_analysis::Error::Select(s) => InvalidInput::from(s).into(),
+        perflab_analysis::Error::Store(s) => s.into(),
+    }
+}
+
+/// Compares every config of run `run` with the baseline on `metrics` (all when
+/// empty) and prints, per candidate with something to show, `CANDIDATE vs BASELINE
+/// (baseline):` and the comparison table — the end of `perflab run`'s output. Returns
+/// the comparison (for JSON or a gate).
+pub fn print_against_baseline(
+    store: &Store,
+    run: RunId,
+    baseline: &Baseline,
+    metrics: &[String],
+    confidence: f64,
+) -> anyhow::Result<BaselineComparison> {
+    let opts = CompareOptions {
+        confidence,
+        ..CompareOptions::default()
+    };
+    let cmp = against_baseline(store, run, baseline, metrics, &opts).map_err(cli_error)?;
+    for c in cmp.candidates.iter().filter(|c| !c.report.rows.is_empty()) {
+        println!(
+            "\n{} vs {} (baseline):",
+            params_label(&c.params),
+            params_label(&cmp.baseline)
+        );
+        println!("{}", table::pair(&c.report));
+    }
+    Ok(cmp)
+}

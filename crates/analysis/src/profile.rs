@@ -1,8 +1,33 @@
-//! The profile section's data: top functions from a trial's `profile.json` artifact
-//! (the `perflab profile --json` document), read loosely so that a newer document
-//! with more fields still reads.
+//! A profiled trial's top functions, from its profile artifact (the `perflab profile
+//! --json` document), read loosely so that a newer document with more fields still
+//! reads. The artifact is [`ARTIFACT_PROFILE`]; runs stored by `perflab profile` before
+//! the name was shared called it [`LEGACY_ARTIFACT_PROFILE`], and they still read.
 
+use perflab_store::vocab::ARTIFACT_PROFILE;
+use perflab_store::{ExportedArtifact, ExportedTrial};
 use serde_json::Value;
+
+/// What older `perflab profile` runs named their profile artifact.
+pub const LEGACY_ARTIFACT_PROFILE: &str = "report.json";
+
+/// The first ok trial with a profile artifact, and the artifact — by its name, or by
+/// the legacy name when no trial has the current one.
+pub fn profile_artifact(trials: &[ExportedTrial]) -> Option<(&ExportedTrial, &ExportedArtifact)> {
+    [ARTIFACT_PROFILE, LEGACY_ARTIFACT_PROFILE]
+        .into_iter()
+        .find_map(|name| find_artifact(trials, name))
+}
+
+/// The first ok trial with an artifact called `name`, and the artifact.
+pub fn find_artifact<'a>(
+    trials: &'a [ExportedTrial],
+    name: &str,
+) -> Option<(&'a ExportedTrial, &'a ExportedArtifact)> {
+    trials
+        .iter()
+        .filter(|t| t.status == "ok")
+        .find_map(|t| t.artifacts.iter().find(|a| a.name == name).map(|a| (t, a)))
+}
 
 /// One function: (name, image, share of all samples in %).
 #[derive(Debug, Clone, PartialEq)]

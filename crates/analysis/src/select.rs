@@ -6,12 +6,11 @@
 //! the integer 6 and `mode=fast` the string "fast". A run with several configurations
 //! needs a selector that leaves exactly one: guessing would compare the wrong thing.
 
-use perflab_lab::plan::value_text;
-use perflab_lab::summary::params_label;
-use perflab_store::{ConfigRow, MetricRow, Params, RunId, RunRow, Store};
+use perflab_store::{params_label, value_text, Params, RunId, RunRow, Store};
 use serde_json::{json, Value};
 
-use crate::exit::InvalidInput;
+use crate::samples::{self, ConfigSamples, MetricSamples};
+use crate::SelectError;
 
 /// `key=value` pairs that pick configurations.
 pub type Selector = Vec<(String, String)>;
@@ -24,13 +23,13 @@ pub struct Spec {
 }
 
 /// Parses `RUN` or `RUN:key=value,...`.
-pub fn parse_spec(s: &str) -> Result<Spec, InvalidInput> {
+pub fn parse_spec(s: &str) -> Result<Spec, SelectError> {
     let (run, sel) = match s.split_once(':') {
         Some((r, sel)) => (r, parse_selector(sel)?),
         None => (s, Vec::new()),
     };
     let run = run.trim().parse().map_err(|_| {
-        InvalidInput(format!(
+        SelectError(format!(
             "{s:?} is not a run: expected RUN or RUN:key=value,... (e.g. 3 or 3:level=6)"
         ))
     })?;
@@ -38,13 +37,13 @@ pub fn parse_spec(s: &str) -> Result<Spec, InvalidInput> {
 }
 
 /// Parses `key=value,key=value`.
-pub fn parse_selector(s: &str) -> Result<Selector, InvalidInput> {
+pub fn parse_selector(s: &str) -> Result<Selector, SelectError> {
     s.split(',')
         .map(|kv| match kv.split_once('=') {
             Some((k, v)) if !k.trim().is_empty() => {
                 Ok((k.trim().to_string(), v.trim().to_string()))
             }
-            _ => Err(InvalidInput(format!(
+            _ => Err(SelectError(format!(
                 "{kv:?} in {s:?} is not key=value (e.g. level=6,mode=fast)"
             ))),
         })
@@ -57,13 +56,12 @@ pub fn matches(params: &Params, sel: &Selector) -> bool {
         .all(|(k, v)| params.get(k).is_some_and(|p| value_text(p) == *v))
 }
 
-/// The values of one metric in one config, in trial order (successful trials only).
-#[derive(Debug, Clone)]
-pub struct MetricSamples {
-    pub name: String,
-    pub unit: String,
-    pub better: String,
-    pub values: Vec<f64>,
+/// `level=6,mode=fast`.
+pub fn selector_text(sel: &Selector) -> String {
+    sel.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// One configuration of one run, with its samples.
@@ -101,38 +99,33 @@ impl Side {
     }
 }
 
-/// A run loaded from the store: its configs and the metric values of its ok trials.
+/// A run loaded from the store: its configs with their samples.
+#[derive(Debug, Clone)]
 pub struct RunData {
     pub run: RunRow,
-    pub configs: Vec<ConfigRow>,
-    metrics: Vec<MetricRow>,
+    pub configs: Vec<ConfigSamples>,
 }
 
 impl RunData {
-    pub fn load(store: &Store, id: RunId) -> anyhow::Result<RunData> {
+    pub fn load(store: &Store, id: RunId) -> perflab_store::Result<RunData> {
         Ok(RunData {
             run: store.run(id)?,
-            configs: store.configs(id)?,
-            metrics: store.metrics(id)?,
+            configs: samples::from_store(store, id)?,
         })
     }
 
     /// `level=1; level=6; level=9`, for messages.
     pub fn config_list(&self) -> String {
-        self.configs
-            .iter()
-            .map(|c| params_label(&c.params))
-            .collect::<Vec<_>>()
-            .join("; ")
+        labels(self.configs.iter())
     }
 
     /// The configs matching a selector (every key must be a parameter of the run).
-    pub fn matching(&self, sel: &Selector) -> Result<Vec<&ConfigRow>, InvalidInput> {
+    pub fn matching(&self, sel: &Selector) -> Result<Vec<&ConfigSamples>, SelectError> {
         for (k, _) in sel {
             if !self.configs.iter().any(|c| c.params.contains_key(k)) {
                 let keys: std::collections::BTreeSet<&String> =
                     self.configs.iter().flat_map(|c| c.params.keys()).collect();
-                return Err(InvalidInput(format!(
+                return Err(SelectError(format!(
                     "run {} has no parameter {k:?} (its parameters: {})",
                     self.run.id,
                     if keys.is_empty() {
@@ -151,60 +144,46 @@ impl RunData {
     }
 
     /// The one config a selector names.
-    pub fn one(&self, sel: &Selector) -> Result<&ConfigRow, InvalidInput> {
+    pub fn one(&self, sel: &Selector) -> Result<&ConfigSamples, SelectError> {
         let found = self.matching(sel)?;
         let id = self.run.id;
         match found.as_slice() {
             [one] => Ok(one),
-            [] => Err(InvalidInput(format!(
+            [] => Err(SelectError(format!(
                 "no config of run {id} matches {}; its configs: {}",
                 selector_text(sel),
                 self.config_list()
             ))),
-            many if sel.is_empty() => Err(InvalidInput(format!(
+            many if sel.is_empty() => Err(SelectError(format!(
                 "run {id} has {} configs; name one as {id}:key=value,... — its configs: {}",
                 many.len(),
                 self.config_list()
             ))),
-            many => Err(InvalidInput(format!(
+            many => Err(SelectError(format!(
                 "{} matches {} configs of run {id}: {}; add parameters to the selector",
                 selector_text(sel),
                 many.len(),
-                many.iter()
-                    .map(|c| params_label(&c.params))
-                    .collect::<Vec<_>>()
-                    .join("; ")
+                labels(many.iter().copied())
             ))),
         }
     }
 
-    /// The samples of one config, metrics in first-seen order.
-    pub fn side(&self, config: &ConfigRow) -> Side {
-        let mut metrics: Vec<MetricSamples> = Vec::new();
-        for m in self.metrics.iter().filter(|m| m.config_id == config.id) {
-            match metrics.iter_mut().find(|s| s.name == m.name) {
-                Some(s) => s.values.push(m.value),
-                None => metrics.push(MetricSamples {
-                    name: m.name.clone(),
-                    unit: m.unit.clone(),
-                    better: m.better.clone(),
-                    values: vec![m.value],
-                }),
-            }
-        }
+    /// The side of one config of this run.
+    pub fn side(&self, config: &ConfigSamples) -> Side {
         Side {
             run: self.run.clone(),
             params: config.params.clone(),
-            metrics,
+            metrics: config.metrics.clone(),
         }
     }
 }
 
-pub fn selector_text(sel: &Selector) -> String {
-    sel.iter()
-        .map(|(k, v)| format!("{k}={v}"))
+/// `k=v; k=v` of several configs.
+pub(crate) fn labels<'a>(configs: impl Iterator<Item = &'a ConfigSamples>) -> String {
+    configs
+        .map(|c| params_label(&c.params))
         .collect::<Vec<_>>()
-        .join(",")
+        .join("; ")
 }
 
 #[cfg(test)]
