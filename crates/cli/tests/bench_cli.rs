@@ -431,3 +431,75 @@ fn ctrl_c_keeps_finished_runs_exits_130_and_the_run_resumes() {
         ("complete", 12)
     );
 }
+
+#[test]
+fn setup_and_cleanup_run_once_and_prepare_before_every_run() {
+    let _one = serial();
+    let lab = Lab::new();
+    let out = lab.run(&[
+        "bench",
+        "-s",
+        "echo setup >> hooks.log",
+        "-p",
+        "echo prepare >> hooks.log",
+        "-c",
+        "echo cleanup >> hooks.log",
+        "true",
+        "sleep 0",
+        "-r",
+        "2",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let log = std::fs::read_to_string(lab.path("hooks.log")).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.first(), Some(&"setup"), "{log}");
+    assert_eq!(lines.last(), Some(&"cleanup"), "{log}");
+    assert_eq!(
+        lines.iter().filter(|l| **l == "prepare").count(),
+        4,
+        "{log}"
+    );
+    assert_eq!(lines.len(), 6, "{log}");
+}
+
+#[test]
+fn parameters_with_several_commands_expand_in_hyperfines_order() {
+    let _one = serial();
+    let lab = Lab::new();
+    let doc = lab.json(&[
+        "bench",
+        "-L",
+        "n",
+        "1,2",
+        "sleep 0.0{n}",
+        "sleep 0.0{n}5",
+        "-n",
+        "a{n}",
+        "-n",
+        "b{n}",
+        "-r",
+        "1",
+        "--json",
+    ]);
+    let got: Vec<(&str, &str, &str)> = doc["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["command"].as_str().unwrap(),
+                r["command_line"].as_str().unwrap(),
+                r["parameters"]["n"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("a1", "sleep 0.01", "1"),
+            ("b1", "sleep 0.015", "1"),
+            ("a2", "sleep 0.02", "2"),
+            ("b2", "sleep 0.025", "2")
+        ]
+    );
+}
