@@ -49,6 +49,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Run(commands::run::RunArgs),
+    Bench(commands::bench::BenchArgs),
     Runs(commands::runs::RunsArgs),
     Show(commands::show::ShowArgs),
     Compare(commands::compare::CompareArgs),
@@ -122,6 +123,7 @@ fn run() -> anyhow::Result<ExitCode> {
     };
     match &cli.command {
         Command::Run(a) => commands::run::run(&g, a),
+        Command::Bench(a) => commands::bench::run(&g, a),
         Command::Runs(a) => commands::runs::run(&g, a),
         Command::Show(a) => commands::show::run(&g, a),
         Command::Compare(a) => commands::compare::run(&g, a),

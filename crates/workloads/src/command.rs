@@ -121,13 +121,23 @@ pub fn run_tree(
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    // Joining a cgroup (v1 above all) can wait for an RCU grace period, 5-20 ms, inside
+    // the timed window: the child measures how long its join took and the wall time
+    // leaves it out, so a 100 ms command does not read as 108 ms, give or take a tick.
+    let join_cost = JoinCost::new();
+    let join_fd = join_cost.write_fd();
     // SAFETY: the closure only calls async-signal-safe functions (setpgid, write,
-    // getpid, sched_setaffinity) on data prepared before fork.
+    // getpid, clock_gettime, sched_setaffinity) on data prepared before fork.
     unsafe {
         cmd.pre_exec(move || {
             // Own process group: a timeout or interrupt kills the whole group at once.
             libc::setpgid(0, 0);
+            let t0 = monotonic_ns();
             tree::join_raw(&fds)?;
+            if join_fd >= 0 {
+                let cost = monotonic_ns().saturating_sub(t0).to_ne_bytes();
+                libc::write(join_fd, cost.as_ptr().cast(), cost.len());
+            }
             if let Some(set) = &cpus {
                 crate::cpuset::pin_raw(set)?;
             }
@@ -140,6 +150,7 @@ pub fn run_tree(
         .spawn()
         .map_err(|e| WorkloadError::Setup(format!("cannot start {program:?}: {e}")))?;
     let root = child.id() as i32;
+    let join_s = join_cost.read_s();
     let out_reader = reader(child.stdout.take());
     let err_reader = reader(child.stderr.take());
 
@@ -259,7 +270,7 @@ pub fn run_tree(
     std::mem::forget(child);
     Ok(TreeRun {
         status,
-        wall_s: (end - start).as_secs_f64(),
+        wall_s: ((end - start).as_secs_f64() - join_s).max(0.0),
         user_s: user,
         sys_s: sys,
         peak_rss_bytes: peak_rss,
@@ -270,6 +281,65 @@ pub fn run_tree(
         timed_out,
         interrupted,
     })
+}
+
+/// CLOCK_MONOTONIC in nanoseconds (async-signal-safe, for `pre_exec`).
+fn monotonic_ns() -> u64 {
+    // SAFETY: zeroed timespec is valid; clock_gettime fills it.
+    let mut t: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// A close-on-exec pipe on which the child reports how long joining its group took.
+struct JoinCost {
+    fds: [i32; 2],
+}
+
+impl JoinCost {
+    fn new() -> JoinCost {
+        let mut fds = [-1; 2];
+        // SAFETY: valid pointer to two ints.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            fds = [-1; 2];
+        }
+        JoinCost { fds }
+    }
+
+    fn write_fd(&self) -> i32 {
+        self.fds[1]
+    }
+
+    /// The child's report in seconds (0 when there is none). Called after `spawn`
+    /// returned, that is after the child's `exec`, so the report is already written.
+    fn read_s(mut self) -> f64 {
+        if self.fds[0] < 0 {
+            return 0.0;
+        }
+        // SAFETY: our own write end; closing it lets read see end-of-file.
+        unsafe { libc::close(self.fds[1]) };
+        self.fds[1] = -1;
+        let mut buf = [0u8; 8];
+        // SAFETY: valid buffer of 8 bytes.
+        let n = unsafe { libc::read(self.fds[0], buf.as_mut_ptr().cast(), buf.len()) };
+        if n == 8 {
+            u64::from_ne_bytes(buf) as f64 / 1e9
+        } else {
+            0.0
+        }
+    }
+}
+
+impl Drop for JoinCost {
+    fn drop(&mut self) {
+        for fd in self.fds {
+            if fd >= 0 {
+                // SAFETY: fds this struct opened.
+                unsafe { libc::close(fd) };
+            }
+        }
+    }
 }
 
 fn reader<R: Read + Send + 'static>(r: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {

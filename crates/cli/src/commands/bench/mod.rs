@@ -1,0 +1,308 @@
+//! `perflab bench 'CMD A' 'CMD B' …`: "is B faster than A?" in one line — hyperfine's
+//! interface and short flags on perflab's statistics.
+//!
+//! A bench is not a second runner: the arguments become an experiment file (`file`),
+//! which the lab parses and the one runner runs (interleaved, Ctrl-C safe, stored as a
+//! run like any other; see docs/architecture.md). What comes back is read from the
+//! store (`stats`, the only link to the statistics code), printed (`output`) and
+//! exported (`export`).
+
+mod export;
+mod file;
+mod output;
+mod plan;
+mod stats;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use perflab_lab::runner::{self, Observer, RunOptions};
+use perflab_store::{RunStatus, Store};
+
+use crate::exit::{self, InvalidInput};
+use crate::progress::Progress;
+use crate::Global;
+use plan::{Param, Runs, Shell, Spec};
+
+/// The metrics every bench summarizes and compares.
+const METRICS: [&str; 4] = ["wall_s", "user_s", "sys_s", "peak_rss_bytes"];
+
+/// Benchmark commands hyperfine-style: means with CIs and a verdict against the first.
+///
+/// Runs are interleaved; each command is compared with the first (or --reference):
+/// ratio of mean wall times with its confidence interval, Welch's p-value and a
+/// verdict. Flags follow hyperfine's. Commands run without a shell unless --shell is given (a
+/// command with |, &&, ;, < or > is refused without one). Output is discarded (kept in
+/// the store; --show-output prints it). The bench is stored as a run: `perflab show`,
+/// `compare` and `report` read it, and `perflab run --resume RUN` finishes an
+/// interrupted one.
+///
+/// Examples:
+///   perflab bench 'sleep 0.1' 'sleep 0.12'
+///   perflab bench -r 20 -w 3 'gzip -1 -c big.txt' 'gzip -9 -c big.txt'
+///   perflab bench -L level 1,6,9 'gzip -{level} -c big.txt' --export-json out.json
+///   perflab bench -P threads 1 8 'make -j {threads}' --prepare 'make clean'
+///   perflab bench --shell sh 'cat f | wc -l' 'wc -l < f'
+///   perflab bench --reference 'grep -c x f' 'rg -c x f' --export-markdown table.md
+///
+/// Exit codes: 0 ok, 2 bad arguments, 4 a command failed (non-zero exit; -i ignores
+/// that), 130 interrupted (finished runs are kept).
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct BenchArgs {
+    /// The commands to benchmark; the first is the baseline (unless --reference).
+    #[arg(required = true, value_name = "CMD")]
+    commands: Vec<String>,
+
+    /// Exactly NUM runs of each command.
+    #[arg(short = 'r', long, value_name = "NUM", conflicts_with_all = ["min_runs", "max_runs"])]
+    runs: Option<u32>,
+
+    /// At least NUM runs of each command, then more until the wall time's 95% CI is
+    /// within ±2% of its mean (up to --max-runs).
+    #[arg(short = 'm', long, value_name = "NUM")]
+    min_runs: Option<u32>,
+
+    /// At most NUM runs of each command (with --min-runs; default 100).
+    #[arg(short = 'M', long, value_name = "NUM")]
+    max_runs: Option<u32>,
+
+    /// NUM unrecorded warm-up runs of each command first.
+    #[arg(short = 'w', long, value_name = "NUM", default_value_t = 0)]
+    warmup: u32,
+
+    /// Run CMD (with sh -c) before each run.
+    #[arg(short = 'p', long, value_name = "CMD")]
+    prepare: Option<String>,
+
+    /// Run CMD (with sh -c) once before all runs.
+    #[arg(short = 's', long, value_name = "CMD")]
+    setup: Option<String>,
+
+    /// Run CMD (with sh -c) once after all runs.
+    #[arg(short = 'c', long, value_name = "CMD")]
+    cleanup: Option<String>,
+
+    /// Benchmark each value of a comma-separated list, replacing {NAME} in the commands.
+    /// Repeat for every combination of several parameters.
+    #[arg(short = 'L', long, num_args = 2, value_names = ["NAME", "VALUES"],
+          action = clap::ArgAction::Append, allow_hyphen_values = true,
+          conflicts_with = "parameter_scan")]
+    parameter_list: Vec<String>,
+
+    /// Benchmark each number from LO to HI (step --parameter-step-size, default 1),
+    /// replacing {NAME} in the commands.
+    #[arg(short = 'P', long, num_args = 3, value_names = ["NAME", "LO", "HI"],
+          allow_hyphen_values = true)]
+    parameter_scan: Vec<String>,
+
+    /// The step of --parameter-scan.
+    #[arg(
+        short = 'D',
+        long,
+        value_name = "STEP",
+        requires = "parameter_scan",
+        allow_hyphen_values = true
+    )]
+    parameter_step_size: Option<String>,
+
+    /// Run the commands with SHELL -c: `sh`, a shell's command line like `bash --norc`,
+    /// or `none` (the default: split into words and run directly).
+    #[arg(short = 'S', long, value_name = "SHELL")]
+    shell: Option<String>,
+
+    /// No shell (the default; same as --shell none).
+    #[arg(short = 'N', conflicts_with = "shell")]
+    no_shell: bool,
+
+    /// Keep measuring commands that exit non-zero, and exit 0.
+    #[arg(short = 'i', long)]
+    ignore_failure: bool,
+
+    /// Compare every command with CMD (benchmarked first) instead of the first command.
+    #[arg(long, value_name = "CMD")]
+    reference: Option<String>,
+
+    /// A name for a command in the output (repeat: one per command).
+    #[arg(short = 'n', long, value_name = "NAME", action = clap::ArgAction::Append)]
+    command_name: Vec<String>,
+
+    /// Write the results as JSON in hyperfine's format, plus perflab's comparisons.
+    #[arg(long, value_name = "FILE")]
+    export_json: Option<PathBuf>,
+
+    /// Write the results as a Markdown table.
+    #[arg(long, value_name = "FILE")]
+    export_markdown: Option<PathBuf>,
+
+    /// Write the results as CSV (hyperfine's columns).
+    #[arg(long, value_name = "FILE")]
+    export_csv: Option<PathBuf>,
+
+    /// Print what the commands write (discarded by default).
+    #[arg(long, conflicts_with = "json")]
+    show_output: bool,
+
+    /// Confidence level of the intervals.
+    #[arg(long, default_value_t = 0.95, value_parser = crate::commands::show::parse_confidence)]
+    confidence: f64,
+
+    /// Print the --export-json document instead of the summary.
+    #[arg(long)]
+    json: bool,
+}
+
+fn params(a: &BenchArgs) -> Result<Vec<Param>, InvalidInput> {
+    let mut out: Vec<Param> = Vec::new();
+    for pair in a.parameter_list.chunks(2) {
+        out.push(plan::parameter_list(&pair[0], &pair[1])?);
+    }
+    if let [name, lo, hi] = a.parameter_scan.as_slice() {
+        out.push(plan::parameter_scan(
+            name,
+            lo,
+            hi,
+            a.parameter_step_size.as_deref(),
+        )?);
+    }
+    for (i, p) in out.iter().enumerate() {
+        if out[..i].iter().any(|q| q.name == p.name) {
+            return Err(InvalidInput(format!(
+                "parameter {:?} is given twice",
+                p.name
+            )));
+        }
+    }
+    Ok(out)
+}
+
+fn runs(a: &BenchArgs) -> Result<Runs, InvalidInput> {
+    let bad =
+        |flag: &str, n: u32| InvalidInput(format!("{flag} must be from 1 to 100000, found {n}"));
+    match (a.runs, a.min_runs, a.max_runs) {
+        (Some(n), _, _) if !(1..=100_000).contains(&n) => Err(bad("--runs", n)),
+        (Some(n), _, _) => Ok(Runs::Fixed(n)),
+        (None, None, None) => Ok(Runs::Fixed(10)),
+        (None, min, max) => {
+            let min = min.unwrap_or(10);
+            let max = max.unwrap_or(min.max(100));
+            if min < 2 || max < min || max > 100_000 {
+                return Err(InvalidInput(format!(
+                    "need 2 <= --min-runs <= --max-runs <= 100000, found {min} and {max}"
+                )));
+            }
+            Ok(Runs::Auto { min, max })
+        }
+    }
+}
+
+/// The spec, the run's name, its description and the template (see `file::templated`).
+fn spec(a: &BenchArgs) -> Result<(Spec, String, Option<String>), InvalidInput> {
+    let params = params(a)?;
+    let benches = plan::expand(
+        &a.commands,
+        &a.command_name,
+        a.reference.as_deref(),
+        &params,
+    )?;
+    let spec = Spec {
+        benches,
+        params,
+        shell: Shell::parse(a.shell.as_deref(), a.no_shell)?,
+        runs: runs(a)?,
+        warmup: a.warmup,
+        prepare: a.prepare.clone(),
+        setup: a.setup.clone(),
+        cleanup: a.cleanup.clone(),
+        ignore_failure: a.ignore_failure,
+    };
+    let mut name = format!("bench: {}", a.commands.join(" vs "));
+    if name.chars().count() > 80 {
+        name = name.chars().take(79).collect::<String>() + "…";
+    }
+    let template = file::templated(&spec, a.commands.len(), a.reference.is_some())
+        .then(|| a.commands[0].clone());
+    Ok((spec, name, template))
+}
+
+pub fn run(g: &Global, a: &BenchArgs) -> anyhow::Result<ExitCode> {
+    let (spec, name, template) = spec(a)?;
+    let description: Vec<String> = std::iter::once("perflab".to_string())
+        .chain(std::env::args().skip(1))
+        .map(|w| file::shell_quote(&w))
+        .collect();
+    let exp = file::experiment(&spec, &name, &description.join(" "), template.as_deref())?;
+    let store = Store::open(&g.store)
+        .with_context(|| format!("cannot open the store {}", g.store.display()))?;
+    let flag = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
+    let progress = Progress::new(g.quiet);
+    let show = output::ShowOutput::new(&progress, &store);
+    let observer: &dyn Observer = if a.show_output { &show } else { &progress };
+    let outcome = runner::run(&exp, &store, &RunOptions::default(), flag, observer)?;
+    if a.show_output {
+        show.flush();
+    }
+    progress.finish();
+
+    let summaries = stats::summaries(&store, outcome.run_id, a.confidence)?;
+    let results = export::load(&store, outcome.run_id, &spec.benches, summaries)?;
+    let metrics: Vec<String> = METRICS.map(String::from).to_vec();
+    let comparisons = stats::versus_baseline(&store, outcome.run_id, 0, &metrics, a.confidence)?
+        .into_iter()
+        .map(|(ordinal, rows)| (ordinal as usize, rows))
+        .filter(|(i, _)| *i < results.len())
+        .collect();
+    let o = export::Outcome {
+        run: outcome.run_id,
+        confidence: a.confidence,
+        results,
+        baseline: 0,
+        comparisons,
+        ignore_failure: a.ignore_failure,
+    };
+    write_exports(a, &o)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&export::json_doc(&o))?);
+    } else {
+        println!(
+            "run {} · {} trials ok, {} failed · store {}",
+            outcome.run_id,
+            outcome.trials_ok,
+            outcome.trials_failed,
+            g.store.display()
+        );
+        output::print(&o);
+    }
+    Ok(ExitCode::from(match outcome.status {
+        RunStatus::Interrupted => {
+            eprintln!(
+                "interrupted: {} finished runs are kept; finish with `perflab run --resume {}`",
+                outcome.trials_ok + outcome.trials_failed,
+                outcome.run_id
+            );
+            exit::INTERRUPTED
+        }
+        RunStatus::CompleteWithFailures | RunStatus::Failed => exit::FAILURES,
+        _ => exit::OK,
+    }))
+}
+
+fn write_exports(a: &BenchArgs, o: &export::Outcome) -> anyhow::Result<()> {
+    let write = |path: &PathBuf, text: String| {
+        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+    };
+    if let Some(p) = &a.export_json {
+        write(
+            p,
+            serde_json::to_string_pretty(&export::json_doc(o))? + "\n",
+        )?;
+    }
+    if let Some(p) = &a.export_markdown {
+        write(p, export::markdown(o))?;
+    }
+    if let Some(p) = &a.export_csv {
+        write(p, export::csv(o))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,127 @@
+//! The bench's only link to perflab's statistics: per-config summaries and the
+//! comparison of each command with the baseline, read back from the store exactly as
+//! `perflab run` and `perflab compare` compute them. Kept to these two functions so the
+//! switch to the analysis crate (docs/architecture.md) touches one small file.
+
+use std::collections::BTreeMap;
+
+use perflab_store::{RunId, Store};
+use serde_json::Value;
+
+use crate::compare::pair::{compare_sides, Outcome};
+/// How ratios with their interval and p-values print everywhere in perflab.
+pub use crate::compare::pair::{p_text, ratio_ci};
+use crate::compare::select::RunData;
+
+/// One metric of one config.
+#[derive(Debug, Clone)]
+pub struct Stat {
+    pub unit: String,
+    pub n: usize,
+    pub mean: f64,
+    /// Standard deviation (NaN for n = 1).
+    pub sd: f64,
+    /// Half-width of the t interval of the mean at `confidence` (NaN for n = 1).
+    pub half: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+/// Summaries by config ordinal, then by metric name.
+pub type Summaries = BTreeMap<u32, BTreeMap<String, Stat>>;
+
+/// Every config's metrics summarized (ok trials only).
+pub fn summaries(store: &Store, run: RunId, confidence: f64) -> anyhow::Result<Summaries> {
+    let s = perflab_lab::summary::summarize_run(store, run, confidence)?;
+    Ok(s.configs
+        .iter()
+        .map(|c| {
+            let metrics = c
+                .metrics
+                .iter()
+                .map(|m| {
+                    let st = &m.stats;
+                    let stat = Stat {
+                        unit: m.unit.clone(),
+                        n: st.n,
+                        mean: st.mean,
+                        sd: st.sd,
+                        half: st.ci_half_width(),
+                        ci_low: st.ci_low,
+                        ci_high: st.ci_high,
+                        median: st.median,
+                        min: st.min,
+                        max: st.max,
+                    };
+                    (m.name.clone(), stat)
+                })
+                .collect();
+            (c.ordinal, metrics)
+        })
+        .collect())
+}
+
+/// A candidate against the baseline on one metric.
+#[derive(Debug, Clone)]
+pub struct Versus {
+    pub metric: String,
+    /// Ratio of means (candidate / baseline) and its interval; NaN when not compared.
+    pub ratio: f64,
+    pub ratio_ci_low: f64,
+    pub ratio_ci_high: f64,
+    pub p_welch: f64,
+    /// "faster", "slower", "no significant difference", "too few trials", ...
+    pub verdict: String,
+    /// The entry as `perflab compare --json` writes it.
+    pub json: Value,
+}
+
+/// Each config (by ordinal) but the baseline, compared with the baseline on `metrics`.
+pub fn versus_baseline(
+    store: &Store,
+    run: RunId,
+    baseline: u32,
+    metrics: &[String],
+    confidence: f64,
+) -> anyhow::Result<Vec<(u32, Vec<Versus>)>> {
+    let d = RunData::load(store, run)?;
+    let Some(base) = d.configs.iter().find(|c| c.ordinal == baseline) else {
+        return Ok(Vec::new());
+    };
+    let base = d.side(base);
+    // The one use of perflab_stats here: the options `perflab run` passes too.
+    let opts = perflab_stats::CompareOptions {
+        confidence,
+        ..Default::default()
+    };
+    let mut out = Vec::new();
+    for c in d.configs.iter().filter(|c| c.ordinal != baseline) {
+        let report = compare_sides(&base, &d.side(c), metrics, &opts);
+        let json = report.comparisons_json();
+        let rows = report
+            .rows
+            .iter()
+            .zip(json)
+            .map(|(r, json)| {
+                let (ratio, lo, hi, p) = match &r.outcome {
+                    Outcome::Compared(c) => (c.ratio, c.ratio_ci_low, c.ratio_ci_high, c.p_welch),
+                    _ => (f64::NAN, f64::NAN, f64::NAN, f64::NAN),
+                };
+                Versus {
+                    metric: r.name.clone(),
+                    ratio,
+                    ratio_ci_low: lo,
+                    ratio_ci_high: hi,
+                    p_welch: p,
+                    verdict: r.verdict().to_string(),
+                    json,
+                }
+            })
+            .collect();
+        out.push((c.ordinal, rows));
+    }
+    Ok(out)
+}
