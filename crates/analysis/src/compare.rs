@@ -322,6 +322,8 @@ pub enum Baseline {
 #[derive(Debug, Clone)]
 pub struct Candidate {
     pub params: Params,
+    /// The config's ordinal in the run.
+    pub ordinal: u32,
     pub report: PairReport,
 }
 
@@ -379,6 +381,7 @@ pub fn against_baseline(
             .filter(|c| c.ordinal != base.ordinal)
             .map(|c| Candidate {
                 params: c.params.clone(),
+                ordinal: c.ordinal,
                 report: compare_metrics(&base.metrics, &c.metrics, only, opts),
             })
             .collect(),

@@ -161,12 +161,12 @@ fn against_one(
     let d = RunData::load(store, spec.run)?;
     let base_cfg = d.one(sel).map_err(InvalidInput::from)?;
     let base = d.side(base_cfg);
-    let cands: Vec<Side> = d
+    let cand_cfgs: Vec<_> = d
         .configs
         .iter()
         .filter(|c| c.ordinal != base_cfg.ordinal)
-        .map(|c| d.side(c))
         .collect();
+    let cands: Vec<Side> = cand_cfgs.iter().map(|c| d.side(c)).collect();
     if cands.is_empty() {
         return Err(InvalidInput(format!(
             "run {} has no config other than the baseline to compare",
@@ -187,11 +187,12 @@ fn against_one(
     if a.json {
         let all = BaselineComparison {
             baseline: base.params.clone(),
-            candidates: cands
+            candidates: cand_cfgs
                 .iter()
                 .zip(&reports)
                 .map(|(c, (_, r))| Candidate {
                     params: c.params.clone(),
+                    ordinal: c.ordinal,
                     report: r.clone(),
                 })
                 .collect(),

@@ -1,18 +1,15 @@
 //! The bench's only link to perflab's statistics: per-config summaries and the
 //! comparison of each command with the baseline, read back from the store exactly as
-//! `perflab run` and `perflab compare` compute them. Kept to these two functions so the
-//! switch to the analysis crate (docs/architecture.md) touches one small file.
+//! `perflab run` and `perflab compare` compute them (the analysis crate).
 
 use std::collections::BTreeMap;
 
+use perflab_analysis::compare::{against_baseline, Baseline};
+/// How ratios with their interval and p-values print everywhere in perflab.
+pub use perflab_analysis::format::{p_value as p_text, ratio_ci};
+use perflab_analysis::{CompareOptions, Outcome};
 use perflab_store::{RunId, Store};
 use serde_json::Value;
-
-use crate::compare::pair::{compare_sides, Outcome};
-/// How ratios with their interval and p-values print everywhere in perflab.
-pub use crate::compare::pair::{p_text, ratio_ci};
-use crate::compare::select::RunData;
-
 /// One metric of one config.
 #[derive(Debug, Clone)]
 pub struct Stat {
@@ -35,7 +32,7 @@ pub type Summaries = BTreeMap<u32, BTreeMap<String, Stat>>;
 
 /// Every config's metrics summarized (ok trials only).
 pub fn summaries(store: &Store, run: RunId, confidence: f64) -> anyhow::Result<Summaries> {
-    let s = perflab_lab::summary::summarize_run(store, run, confidence)?;
+    let s = perflab_analysis::summary::summarize_run(store, run, confidence)?;
     Ok(s.configs
         .iter()
         .map(|c| {
@@ -87,21 +84,16 @@ pub fn versus_baseline(
     metrics: &[String],
     confidence: f64,
 ) -> anyhow::Result<Vec<(u32, Vec<Versus>)>> {
-    let d = RunData::load(store, run)?;
-    let Some(base) = d.configs.iter().find(|c| c.ordinal == baseline) else {
-        return Ok(Vec::new());
-    };
-    let base = d.side(base);
-    // The one use of perflab_stats here: the options `perflab run` passes too.
-    let opts = perflab_stats::CompareOptions {
+    let opts = CompareOptions {
         confidence,
         ..Default::default()
     };
+    let all = against_baseline(store, run, &Baseline::Ordinal(baseline), metrics, &opts)?;
     let mut out = Vec::new();
-    for c in d.configs.iter().filter(|c| c.ordinal != baseline) {
-        let report = compare_sides(&base, &d.side(c), metrics, &opts);
-        let json = report.comparisons_json();
-        let rows = report
+    for c in &all.candidates {
+        let json = c.report.comparisons_json();
+        let rows = c
+            .report
             .rows
             .iter()
             .zip(json)
