@@ -19,7 +19,7 @@ pub struct BenchResult {
     pub times: Vec<f64>,
     /// Peak resident memory of the same runs.
     pub memory: Vec<f64>,
-    /// Summaries by metric name (`wall_s`, `user_s`, `sys_s`, `peak_rss_bytes`).
+    /// Summaries by metric name (`wall_s`, `user_s`, `sys_s`, `max_process_rss_bytes`).
     pub stats: BTreeMap<String, Stat>,
 }
 
@@ -66,7 +66,7 @@ pub fn load(
         out.push(BenchResult {
             bench: bench.clone(),
             times: values("wall_s"),
-            memory: values("peak_rss_bytes"),
+            memory: values("max_process_rss_bytes"),
             stats: stats.remove(&ordinal).unwrap_or_default(),
         });
     }

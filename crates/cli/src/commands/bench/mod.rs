@@ -26,7 +26,7 @@ use crate::Global;
 use plan::{Param, Runs, Shell, Spec};
 
 /// The metrics every bench summarizes and compares.
-const METRICS: [&str; 4] = ["wall_s", "user_s", "sys_s", "peak_rss_bytes"];
+const METRICS: [&str; 4] = ["wall_s", "user_s", "sys_s", "max_process_rss_bytes"];
 
 /// Benchmark commands hyperfine-style: means with CIs and a verdict against the first.
 ///

@@ -39,7 +39,7 @@ pub fn print(o: &Outcome) {
             "  User, system:  {}, {}    Peak RSS: {}",
             pm(o, i, "user_s"),
             pm(o, i, "sys_s"),
-            pm(o, i, "peak_rss_bytes")
+            pm(o, i, "max_process_rss_bytes")
         );
     }
     if o.comparisons.is_empty() {
