@@ -168,7 +168,9 @@ fn hot_function_comes_first_with_most_user_samples() {
         .into_iter()
         .map(|a| a.0)
         .collect();
-    assert_eq!(names, ["report.json", "stacks.folded", "flamegraph.svg"]);
+    // The profile artifact is "profile.json", as an experiment's [profile] names it (was
+    // "report.json", which `perflab report` did not find).
+    assert_eq!(names, ["profile.json", "stacks.folded", "flamegraph.svg"]);
     let m = store.metrics(run.id).unwrap();
     let hot = m
         .iter()
@@ -335,4 +337,29 @@ fn bad_input_exits_2() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
         assert!(stderr(&out).contains("error"), "{args:?}");
     }
+}
+
+/// Regression: `perflab profile` stored its report as `report.json` while the HTML
+/// report looked for an experiment's `profile.json`, so a profile run's report had no
+/// top-functions table. Both now use the store's one artifact name.
+#[test]
+fn a_profile_run_reports_its_top_functions_in_html() {
+    let lab = Lab::new();
+    let Some(_) = build_hot(&lab) else { return };
+    let out = lab.run(&["profile", "-F", "999", "-q", "--", "./hot", "0.5"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let store = lab.open_store();
+    let trial = store.trials(1).unwrap()[0].id;
+    let names: Vec<String> = store
+        .trial_artifacts(trial)
+        .unwrap()
+        .into_iter()
+        .map(|(name, _, _)| name)
+        .collect();
+    assert!(names.iter().any(|n| n == "profile.json"), "{names:?}");
+    let out = lab.run(&["report", "1", "--html", "r.html"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let html = std::fs::read_to_string(lab.path("r.html")).unwrap();
+    assert!(html.contains("Top functions, trial"), "no top-functions table");
+    assert!(html.contains("hot_function"), "the hot function is not in the table");
 }

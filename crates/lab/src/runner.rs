@@ -255,18 +255,18 @@ fn add_recording(m: &mut Measurement, rec: perflab_telemetry::Recording) {
 fn add_profile(m: &mut Measurement, p: &perflab_profile::Profile, top: usize) {
     let report = p.report(&perflab_profile::ReportOptions::default());
     m.artifacts.push(ArtifactData {
-        name: "profile.json".into(),
+        name: perflab_store::vocab::ARTIFACT_PROFILE.into(),
         media_type: "application/json".into(),
         content: serde_json::to_vec_pretty(&report).unwrap_or_default(),
     });
     m.artifacts.push(ArtifactData {
-        name: "stacks.folded".into(),
+        name: perflab_store::vocab::ARTIFACT_STACKS.into(),
         media_type: "text/plain".into(),
         content: p.folded().into_bytes(),
     });
     if let Ok(svg) = p.flamegraph_svg() {
         m.artifacts.push(ArtifactData {
-            name: "flamegraph.svg".into(),
+            name: perflab_store::vocab::ARTIFACT_FLAMEGRAPH.into(),
             media_type: "image/svg+xml".into(),
             content: svg,
         });

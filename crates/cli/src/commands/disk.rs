@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use perflab_store::{now_rfc3339, NewRun, RunId, RunStatus, Store, TrialRecord, TrialStatus};
+use perflab_store::{RunId, Store};
 use perflab_workloads::disk::{
     self, ByteSize, Control, DiskError, DiskReport, DiskSpec, Mode, Pattern,
 };
@@ -139,7 +139,6 @@ pub fn run(g: &Global, a: &DiskArgs) -> anyhow::Result<ExitCode> {
             a.path.display()
         );
     }
-    let started_at = now_rfc3339();
     let report = match disk::run(&spec, &ctl) {
         Ok(r) => r,
         Err(DiskError::Interrupted) => {
@@ -160,8 +159,7 @@ pub fn run(g: &Global, a: &DiskArgs) -> anyhow::Result<ExitCode> {
         write!(out, "{}", disk::text::render(&report))?;
     }
     out.flush()?;
-    let run_id =
-        record(g, &spec, &report, &started_at).context("cannot record the run into the store")?;
+    let run_id = record(g, &spec, &report).context("cannot record the run into the store")?;
     eprintln!("run {run_id} recorded in {}", g.store.display());
     Ok(match &report.problem {
         Some(p) => {
@@ -172,58 +170,27 @@ pub fn run(g: &Global, a: &DiskArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Records the run: host, run of kind `disk`, one config (the options), one trial
-/// (metrics, latency histogram, the report as a JSON artifact).
-fn record(g: &Global, spec: &DiskSpec, r: &DiskReport, started_at: &str) -> anyhow::Result<RunId> {
+/// Records the run through lab: a run of kind `disk`, one config (the options), one
+/// trial (metrics, latency histogram, the report as a JSON artifact).
+fn record(g: &Global, spec: &DiskSpec, r: &DiskReport) -> anyhow::Result<RunId> {
     let store = Store::open(&g.store)
         .with_context(|| format!("cannot open the store {}", g.store.display()))?;
-    let host_id = store.upsert_host(&perflab_lab::env::host())?;
-    let run_id = store.create_run(
-        &NewRun {
-            name: format!("disk {} {}", r.mode, spec.path.display()),
-            kind: "disk".into(),
-            environment: json!({
-                "method": r.method,
-                "device": r.device,
-                "partition": r.partition,
-                "file_system": r.file_system,
-            }),
-            ..Default::default()
-        },
-        host_id,
-    )?;
-    let config_id = store.ensure_config(run_id, 0, &spec.params())?;
-    let m = r.measurement();
-    store.record_trial(
-        run_id,
-        &TrialRecord {
-            config_id,
-            repetition: 1,
-            ordinal: 1,
-            started_at: started_at.to_string(),
-            duration_s: r.seconds,
-            status: if r.partial {
-                TrialStatus::Failed
-            } else {
-                TrialStatus::Ok
-            },
-            error: r.problem.clone(),
-            method: m.method,
-            metrics: m.metrics,
-            histograms: m.histograms,
-            series: m.series,
-            artifacts: m.artifacts,
-        },
-    )?;
-    store.finish_run(
-        run_id,
-        if r.partial {
-            RunStatus::CompleteWithFailures
-        } else {
-            RunStatus::Complete
-        },
-    )?;
-    Ok(run_id)
+    let shot = perflab_lab::record::OneShot {
+        kind: "disk",
+        name: format!("disk {} {}", r.mode, spec.path.display()),
+        params: spec.params(),
+        environment: json!({
+            "method": r.method,
+            "device": r.device,
+            "partition": r.partition,
+            "file_system": r.file_system,
+        }),
+        measurement: r.measurement(),
+        duration_s: r.seconds,
+        // A problem is what makes a report partial: the trial is failed, its figures kept.
+        error: r.problem.clone(),
+    };
+    Ok(perflab_lab::record::one_shot(&store, shot)?)
 }
 
 fn invalid(e: DiskError) -> anyhow::Error {

@@ -20,8 +20,10 @@ use perflab_profile::{
     ReportOptions, RoutineView, Target,
 };
 use perflab_store::{
-    rfc3339, ArtifactData, MetricValue, NewRun, RunStatus, Store, TrialRecord, TrialStatus,
+    vocab::{ARTIFACT_FLAMEGRAPH, ARTIFACT_PROFILE, ARTIFACT_STACKS},
+    ArtifactData, MetricValue, Store,
 };
+use perflab_workloads::Measurement;
 use serde_json::{json, Value};
 
 use crate::exit::{self, InvalidInput};
@@ -248,7 +250,6 @@ fn record(g: &Global, a: &RecordArgs) -> anyhow::Result<ExitCode> {
         command_output,
     };
     let flag = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
-    let started = std::time::SystemTime::now();
     let clock = Instant::now();
     let running = Profiler::start(&spec).map_err(lift)?;
     let until = match (&target, duration) {
@@ -279,9 +280,7 @@ fn record(g: &Global, a: &RecordArgs) -> anyhow::Result<ExitCode> {
     let report = profile.report(&opts);
     let folded = profile.folded_with(&opts);
     let svg = profile.flamegraph_svg_with(&opts).map_err(lift)?;
-    let run_id = store_profile(
-        g, a, &target, &profile, &report, &folded, &svg, started, elapsed,
-    )?;
+    let run_id = store_profile(g, a, &target, &profile, &report, &folded, &svg, elapsed)?;
     say(g, &format!("profile: stored as run {run_id}"));
     show(
         g,
@@ -481,8 +480,10 @@ fn print_call_graph(cg: &CallGraph) {
     list("callees", &cg.callees);
 }
 
-/// One run of kind `profile`, one config, one trial: the report, folded stacks and
-/// flame graph as artifacts, the top functions' shares as `fn:<name>` metrics.
+/// Records through lab one run of kind `profile`, one config, one trial: the report
+/// (as [`ARTIFACT_PROFILE`], the name an experiment's `[profile]` uses, so `perflab
+/// report` finds it), folded stacks and flame graph as artifacts, the top functions'
+/// shares as `fn:<name>` metrics.
 #[allow(clippy::too_many_arguments)]
 fn store_profile(
     g: &Global,
@@ -492,7 +493,6 @@ fn store_profile(
     report: &Report,
     folded: &str,
     svg: &[u8],
-    started: std::time::SystemTime,
     elapsed: f64,
 ) -> anyhow::Result<i64> {
     if let Some(dir) = g.store.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -500,75 +500,57 @@ fn store_profile(
     }
     let store = Store::open(&g.store)
         .with_context(|| format!("cannot open the store {}", g.store.display()))?;
-    let host_id = store.upsert_host(&perflab_lab::env::host())?;
     let target_kind = match target {
         Target::System => "system",
         Target::Pid(_) => "pid",
         Target::Command(_) => "command",
     };
-    let run_id = store.create_run(
-        &NewRun {
-            name: format!("profile {}", describe(target)),
-            kind: "profile".into(),
-            environment: json!({
-                "perf_data": profile.perf_data,
-                "event": profile.event,
-                "event_note": profile.event_note,
-                "frequency": a.frequency,
-                "call_graph": !a.no_call_graph,
-                "target": describe(target),
-                "command_status": profile.command_status,
-                "perf_version": perflab_profile::perf::find_perf().ok()
-                    .and_then(|p| perflab_profile::perf::version(&p)),
-            }),
-            ..Default::default()
-        },
-        host_id,
-    )?;
     let mut params = perflab_store::Params::new();
     params.insert("target".into(), json!(target_kind));
     params.insert("event".into(), json!(profile.event));
-    let config_id = store.ensure_config(run_id, 0, &params)?;
-    let metrics = profile
-        .top_functions(10)
-        .into_iter()
-        .map(|(name, pct)| MetricValue::new(&format!("fn:{name}"), "%", pct, "lower"))
-        .collect();
-    store.record_trial(
-        run_id,
-        &TrialRecord {
-            config_id,
-            repetition: 1,
-            ordinal: 1,
-            started_at: rfc3339(started),
-            duration_s: elapsed,
-            status: TrialStatus::Ok,
-            error: None,
-            method: Some("perf".into()),
-            metrics,
-            histograms: vec![],
-            series: vec![],
-            artifacts: vec![
-                ArtifactData {
-                    name: "report.json".into(),
-                    media_type: "application/json".into(),
-                    content: serde_json::to_vec_pretty(report)?,
-                },
-                ArtifactData {
-                    name: "stacks.folded".into(),
-                    media_type: "text/plain".into(),
-                    content: folded.as_bytes().to_vec(),
-                },
-                ArtifactData {
-                    name: "flamegraph.svg".into(),
-                    media_type: "image/svg+xml".into(),
-                    content: svg.to_vec(),
-                },
-            ],
-        },
-    )?;
-    store.finish_run(run_id, RunStatus::Complete)?;
-    Ok(run_id)
+    let artifact = |name: &str, media_type: &str, content: Vec<u8>| ArtifactData {
+        name: name.into(),
+        media_type: media_type.into(),
+        content,
+    };
+    let measurement = Measurement {
+        metrics: profile
+            .top_functions(10)
+            .into_iter()
+            .map(|(name, pct)| MetricValue::new(&format!("fn:{name}"), "%", pct, "lower"))
+            .collect(),
+        artifacts: vec![
+            artifact(
+                ARTIFACT_PROFILE,
+                "application/json",
+                serde_json::to_vec_pretty(report)?,
+            ),
+            artifact(ARTIFACT_STACKS, "text/plain", folded.as_bytes().to_vec()),
+            artifact(ARTIFACT_FLAMEGRAPH, "image/svg+xml", svg.to_vec()),
+        ],
+        method: Some("perf".into()),
+        ..Default::default()
+    };
+    let shot = perflab_lab::record::OneShot {
+        kind: "profile",
+        name: format!("profile {}", describe(target)),
+        params,
+        environment: json!({
+            "perf_data": profile.perf_data,
+            "event": profile.event,
+            "event_note": profile.event_note,
+            "frequency": a.frequency,
+            "call_graph": !a.no_call_graph,
+            "target": describe(target),
+            "command_status": profile.command_status,
+            "perf_version": perflab_profile::perf::find_perf().ok()
+                .and_then(|p| perflab_profile::perf::version(&p)),
+        }),
+        measurement,
+        duration_s: elapsed,
+        error: None,
+    };
+    Ok(perflab_lab::record::one_shot(&store, shot)?)
 }
 
 /// `perflab profile report PERF_DATA|RUN`.
