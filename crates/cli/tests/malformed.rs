@@ -5,7 +5,10 @@
 mod common;
 use common::*;
 
-/// (name, file text, expected "line:col", words the message must contain)
+/// (name, file text, expected "line:col", words the message must contain). Every
+/// experiment-file error is tested where it is read, by `Experiment::parse` alone
+/// (crates/lab/tests/experiment_file.rs); these few check what the binary adds: exit 2,
+/// the error on stderr, nothing run and no store created.
 const CASES: &[(&str, &str, &str, &[&str])] = &[
     (
         "unknown key",
@@ -14,82 +17,16 @@ const CASES: &[(&str, &str, &str, &[&str])] = &[
         &["unknown field", "repetition"],
     ),
     (
-        "wrong type",
-        "[experiment]\nrepetitions = \"five\"\n[workload]\nkind = \"command\"\ncommand = \"touch MARK\"\n",
-        "2:15",
-        &["integer"],
-    ),
-    (
         "unknown placeholder",
         "[experiment]\n[matrix]\nlevel = [1, 2]\n[workload]\nkind = \"command\"\ncommand = \"touch MARK -{levle}\"\n",
         "6:24",
         &["unknown placeholder {levle}", "level"],
     ),
     (
-        "empty matrix list",
-        "[experiment]\n[matrix]\nlevel = []\n[workload]\nkind = \"command\"\ncommand = \"touch MARK\"\n",
-        "3:9",
-        &["empty list", "level"],
-    ),
-    (
-        "backwards range",
-        "[experiment]\n[matrix]\nn = { from = 8, to = 1 }\n[workload]\nkind = \"command\"\ncommand = \"touch MARK\"\n",
-        "3:5",
-        &["backwards"],
-    ),
-    (
-        "zero step",
-        "[experiment]\n[matrix]\nn = { from = 1, to = 8, step = 0 }\n[workload]\nkind = \"command\"\ncommand = \"touch MARK\"\n",
-        "3:5",
-        &["step must be positive"],
-    ),
-    (
-        "unknown workload kind",
-        "[experiment]\n[workload]\nkind = \"comand\"\ncommand = \"touch MARK\"\n",
-        "3:8",
-        &["unknown workload kind", "command"],
-    ),
-    (
-        "unknown order",
-        "[experiment]\norder = \"shuffled\"\n[workload]\nkind = \"command\"\ncommand = \"touch MARK\"\n",
-        "2:9",
-        &["interleaved", "random", "sequential"],
-    ),
-    (
         "bad duration",
         "[experiment]\ntimeout = \"fast\"\n[workload]\nkind = \"command\"\ncommand = \"touch MARK\"\n",
         "2:11",
         &["bad duration", "30s"],
-    ),
-    (
-        "bad better",
-        "[experiment]\n[workload]\nkind = \"command\"\ncommand = \"touch MARK\"\nmetrics.x = { regex = '(\\d+)', better = \"up\" }\n",
-        "5:41",
-        &["higher", "lower"],
-    ),
-    (
-        "regex without group",
-        "[experiment]\n[workload]\nkind = \"command\"\ncommand = \"touch MARK\"\nmetrics.x = { regex = 'rate \\d+' }\n",
-        "5:23",
-        &["capture group"],
-    ),
-    (
-        "toml syntax",
-        "[experiment]\nname = \"unterminated\n[workload]\nkind = \"command\"\ncommand = \"touch MARK\"\n",
-        "2:",
-        &["string"],
-    ),
-    (
-        "bad cpus",
-        "[experiment]\ncpus = \"0-x\"\n[workload]\nkind = \"command\"\ncommand = \"touch MARK\"\n",
-        "2:8",
-        &["CPU"],
-    ),
-    (
-        "unbalanced quotes",
-        "[experiment]\n[workload]\nkind = \"command\"\ncommand = \"touch 'MARK\"\n",
-        "4:11",
-        &["unbalanced quotes", "shell = true"],
     ),
 ];
 

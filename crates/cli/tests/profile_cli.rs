@@ -360,6 +360,12 @@ fn a_profile_run_reports_its_top_functions_in_html() {
     let out = lab.run(&["report", "1", "--html", "r.html"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let html = std::fs::read_to_string(lab.path("r.html")).unwrap();
-    assert!(html.contains("Top functions, trial"), "no top-functions table");
-    assert!(html.contains("hot_function"), "the hot function is not in the table");
+    assert!(
+        html.contains("Top functions, trial"),
+        "no top-functions table"
+    );
+    assert!(
+        html.contains("hot_function"),
+        "the hot function is not in the table"
+    );
 }

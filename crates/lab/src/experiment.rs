@@ -12,6 +12,7 @@ use std::time::Duration;
 use perflab_workloads::command::Leftovers;
 use perflab_workloads::cpuset::CpuSet;
 use perflab_workloads::metrics::{MetricSpec, Source};
+use perflab_workloads::spec::KindSpec;
 use toml::Spanned;
 
 use crate::error::{FileError, Locator};
@@ -144,22 +145,35 @@ pub enum WorkloadSpec {
 }
 
 /// Workload kinds, as written in files.
-pub const KINDS: &[&str] = &["command", "http", "scimark", "disk"];
+pub use perflab_workloads::spec::KINDS;
 
 impl WorkloadSpec {
-    /// Named metrics this workload records (for `primary` and auto repetitions).
-    pub fn metric_names(&self) -> Vec<String> {
+    /// `command`, `http`, `scimark` or `disk`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            WorkloadSpec::Command(_) => "command",
+            WorkloadSpec::Http(_) => "http",
+            WorkloadSpec::Scimark(_) => "scimark",
+            WorkloadSpec::Disk(_) => "disk",
+        }
+    }
+
+    fn command_metrics(&self) -> Vec<String> {
         match self {
             WorkloadSpec::Command(c) => c.metrics.iter().map(|m| m.name.clone()).collect(),
-            WorkloadSpec::Http(_) => crate::workload::HTTP_METRICS
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
-            WorkloadSpec::Scimark(_) => vec!["composite_mflops".into()],
-            WorkloadSpec::Disk(_) => ["mb_s", "iops", "latency_p99_us"]
-                .map(String::from)
-                .to_vec(),
+            _ => Vec::new(),
         }
+    }
+
+    /// Named metrics this workload records (for `primary` and auto repetitions).
+    pub fn metric_names(&self) -> Vec<String> {
+        KindSpec::metric_names(self.kind(), &self.command_metrics())
+    }
+
+    /// The metrics runs of this workload are compared on when the file names no
+    /// `primary` (the kind's own choice, `perflab_workloads::spec`).
+    pub fn default_primary(&self) -> Vec<String> {
+        KindSpec::primary(self.kind(), &self.command_metrics())
     }
 }
 
@@ -302,12 +316,13 @@ impl Checker<'_> {
     }
 
     pub fn duration(&self, s: &SStr) -> Result<Duration, FileError> {
-        let d = humantime::parse_duration(s.get_ref().trim()).map_err(|e| {
+        // perflab's one duration grammar (crates/units), as every flag takes it.
+        let d = perflab_units::parse_duration(s.get_ref()).map_err(|e| {
             self.loc.at(
                 s.span().start,
                 format!(
-                    "bad duration {:?} ({e}): expected e.g. \"30s\", \"500ms\", \"2m\"",
-                    s.get_ref()
+                    "bad duration {:?}: expected {}, e.g. \"30s\"",
+                    e.value, e.expected
                 ),
             )
         })?;

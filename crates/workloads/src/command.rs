@@ -20,7 +20,8 @@ const OUTPUT_CAP: usize = 32 << 20;
 const TICK: Duration = Duration::from_millis(5);
 
 /// What to do with processes still running when the command itself has exited.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Leftovers {
     /// Wait for them (bounded by the trial timeout): they are part of the work.
     #[default]
@@ -30,7 +31,8 @@ pub enum Leftovers {
 }
 
 /// A rendered command workload.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct CommandWorkload {
     /// Program and arguments (for `shell = true`, `["sh", "-c", TEXT]`).
     pub argv: Vec<String>,

@@ -358,6 +358,9 @@ impl DiskReport {
     }
 }
 
+/// The metrics a disk run is compared on by default.
+pub const PRIMARY: &[&str] = &["mb_s", "iops", "latency_p99_us"];
+
 /// `[workload] kind = "disk"`: one run per trial. A partial run (ENOSPC, an I/O
 /// error, the trial timeout) is a failed trial that keeps its measurement.
 impl Workload for DiskSpec {

@@ -9,8 +9,10 @@
 pub mod command;
 pub mod cpuset;
 pub mod disk;
+pub mod http;
 pub mod metrics;
 pub mod scimark;
+pub mod spec;
 pub mod tree;
 
 use std::path::PathBuf;
@@ -45,8 +47,9 @@ impl TrialContext {
     }
 }
 
-/// What a workload measured in one trial.
-#[derive(Debug, Clone, Default)]
+/// What a workload measured in one trial (serialisable: the answer of a trial run
+/// elsewhere comes back as JSON).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Measurement {
     pub metrics: Vec<MetricValue>,
     pub histograms: Vec<HistogramData>,

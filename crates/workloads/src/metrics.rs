@@ -5,8 +5,10 @@ use regex::Regex;
 
 use crate::MetricValue;
 
-/// Where a metric's value comes from.
-#[derive(Debug, Clone)]
+/// Where a metric's value comes from. As data, a regex is its pattern (compiled again
+/// when read back).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "SourceData", into = "SourceData")]
 pub enum Source {
     /// First capture group of the first match, searched in stdout, then stderr.
     Regex(Regex),
@@ -15,8 +17,46 @@ pub enum Source {
     Json(String),
 }
 
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum SourceData {
+    Regex(String),
+    Json(String),
+}
+
+impl TryFrom<SourceData> for Source {
+    type Error = String;
+    fn try_from(d: SourceData) -> Result<Source, String> {
+        match d {
+            SourceData::Regex(p) => Regex::new(&p)
+                .map(Source::Regex)
+                .map_err(|e| format!("regex {p:?}: {e}")),
+            SourceData::Json(p) => Ok(Source::Json(p)),
+        }
+    }
+}
+
+impl From<Source> for SourceData {
+    fn from(s: Source) -> SourceData {
+        match s {
+            Source::Regex(r) => SourceData::Regex(r.as_str().to_string()),
+            Source::Json(p) => SourceData::Json(p),
+        }
+    }
+}
+
+impl PartialEq for Source {
+    fn eq(&self, other: &Source) -> bool {
+        match (self, other) {
+            (Source::Regex(a), Source::Regex(b)) => a.as_str() == b.as_str(),
+            (Source::Json(a), Source::Json(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
 /// One metric to extract.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MetricSpec {
     pub name: String,
     pub unit: String,

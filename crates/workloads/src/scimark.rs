@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::command::{run_tree, which, Leftovers};
 use crate::{Measurement, MetricValue, TrialContext, Workload, WorkloadError};
@@ -22,6 +22,8 @@ include!(concat!(env!("OUT_DIR"), "/scimark_sources.rs"));
 
 /// Languages, in the order results are shown.
 pub const LANGS: &[&str] = &["c", "java", "rust", "go", "js", "python"];
+/// The metric a SciMark run is compared on by default.
+pub const PRIMARY: &[&str] = &["composite_mflops"];
 /// Kernels, in SciMark's order.
 pub const KERNELS: &[&str] = &["fft", "sor", "mc", "sparse", "lu"];
 
@@ -416,7 +418,7 @@ pub fn self_check(o: &Output) -> Result<(), String> {
 }
 
 /// `[workload] kind = "scimark"` (and what `perflab scimark` runs per trial).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScimarkSpec {
     pub lang: String,

@@ -272,7 +272,7 @@ pub fn record_into_store(
             name: format!("http {}", spec.urls.first().cloned().unwrap_or_default()),
             params,
             environment: serde_json::json!({ "args": std::env::args().skip(1).collect::<Vec<_>>() }),
-            measurement: perflab_lab::workload::http_measurement(report),
+            measurement: perflab_workloads::http::measurement(report),
             duration_s: report.duration_s,
             error: (failed > 0).then(|| format!("{failed} requests failed")),
         },

@@ -98,6 +98,7 @@ pub fn run(g: &Global, a: &RunArgs) -> anyhow::Result<ExitCode> {
         &RunOptions {
             resume: a.resume,
             retry_failed: a.retry_failed,
+            ..Default::default()
         },
         flag,
         &progress,
@@ -144,23 +145,10 @@ fn print_comparisons(
     exp: &Experiment,
     confidence: f64,
 ) -> anyhow::Result<()> {
-    use perflab_lab::experiment::WorkloadSpec;
     let metrics: Vec<String> = if !exp.primary.is_empty() {
         exp.primary.clone()
     } else {
-        match &exp.workload {
-            WorkloadSpec::Command(c) => std::iter::once("wall_s".to_string())
-                .chain(std::iter::once("user_s".to_string()))
-                .chain(c.metrics.iter().map(|m| m.name.clone()))
-                .collect(),
-            WorkloadSpec::Http(_) => ["rps", "latency_p50_ms", "latency_p99_ms"]
-                .map(String::from)
-                .to_vec(),
-            WorkloadSpec::Scimark(_) => ["composite_mflops"].map(String::from).to_vec(),
-            WorkloadSpec::Disk(_) => ["mb_s", "iops", "latency_p99_us"]
-                .map(String::from)
-                .to_vec(),
-        }
+        exp.workload.default_primary()
     };
     crate::compare::print_against_baseline(store, run, &Baseline::First, &metrics, confidence)?;
     Ok(())

@@ -11,17 +11,19 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
 use perflab_store::{
-    rfc3339, ArtifactData, NewRun, RunId, RunStatus, Store, StoreError, TrialRecord, TrialStatus,
+    rfc3339, NewRun, RunId, RunStatus, Store, StoreError, TrialRecord, TrialStatus,
 };
-use perflab_workloads::command::{run_tree, CommandWorkload, Leftovers};
-use perflab_workloads::{Measurement, TrialContext, Workload, WorkloadError};
+use perflab_workloads::spec::{Builtin, WorkloadFactory};
+use perflab_workloads::Measurement;
 
 use crate::experiment::{Experiment, Order, WorkloadSpec};
 use crate::plan::{self, Config, PlannedTrial};
-use crate::service::{argv, free_port, RunningService};
+use crate::service::{free_port, RunningService};
+
+mod trial;
 
 /// Errors that stop a run from starting or continuing.
 #[derive(Debug, thiserror::Error)]
@@ -68,15 +70,30 @@ pub struct RunOptions {
     pub resume: Option<RunId>,
     /// With `resume`: also re-run failed trials.
     pub retry_failed: bool,
+    /// Where runs' scratch directories go (`<this>/runs/ID`); default: beside the store.
+    pub scratch: Option<PathBuf>,
 }
 
-/// Runs (or resumes) an experiment.
+/// Runs (or resumes) an experiment with perflab's own workloads.
 pub fn run(
     exp: &Experiment,
     store: &Store,
     opts: &RunOptions,
     interrupted: Arc<AtomicBool>,
     obs: &dyn Observer,
+) -> Result<RunOutcome, RunError> {
+    run_with(exp, store, opts, interrupted, obs, &Builtin)
+}
+
+/// Runs (or resumes) an experiment whose trials' workloads `factory` builds from each
+/// trial's [`TrialSpec`](perflab_workloads::spec::TrialSpec).
+pub fn run_with(
+    exp: &Experiment,
+    store: &Store,
+    opts: &RunOptions,
+    interrupted: Arc<AtomicBool>,
+    obs: &dyn Observer,
+    factory: &dyn WorkloadFactory,
 ) -> Result<RunOutcome, RunError> {
     let _ = perflab_workloads::tree::become_subreaper();
     let host = crate::env::host();
@@ -146,7 +163,10 @@ pub fn run(
     if exp.order == Order::Sequential {
         obs.warn("order = \"sequential\": all trials of one config run back to back, so machine drift (thermal, background load) can look like a difference between configs; prefer \"interleaved\" or \"random\"");
     }
-    let run_dir = run_dir_for(store, run_id)?;
+    let run_dir = match &opts.scratch {
+        Some(base) => make_run_dir(base, run_id)?,
+        None => run_dir_for(store, run_id)?,
+    };
     let config_ids = configs
         .iter()
         .map(|c| store.ensure_config(run_id, c.ordinal, &c.params_map()))
@@ -174,6 +194,7 @@ pub fn run(
         interrupted,
         obs,
         service: None,
+        factory,
         doctor: crate::doctor::TrialDoctor::live(),
         ok: 0,
         failed: 0,
@@ -198,6 +219,10 @@ pub fn run_dir_for(store: &Store, run: RunId) -> Result<PathBuf, RunError> {
         .filter(|p| !p.as_os_str().is_empty())
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
+    make_run_dir(&base, run)
+}
+
+fn make_run_dir(base: &Path, run: RunId) -> Result<PathBuf, RunError> {
     let dir = base.join("runs").join(run.to_string());
     std::fs::create_dir_all(&dir).map_err(|e| {
         RunError::Io(format!(
@@ -207,78 +232,6 @@ pub fn run_dir_for(store: &Store, run: RunId) -> Result<PathBuf, RunError> {
     })?;
     dir.canonicalize()
         .map_err(|e| RunError::Io(format!("run directory {}: {e}", dir.display())))
-}
-
-/// Adds a monitor recording to a trial's measurement: its series, its per-trial
-/// summaries as metrics, and the service's CPU time per request when the workload
-/// counted requests.
-fn add_recording(m: &mut Measurement, rec: perflab_telemetry::Recording) {
-    let cpu_s = rec
-        .summaries
-        .iter()
-        .find(|s| s.name == "process.cpu_s")
-        .map(|s| s.value);
-    for s in rec.summaries {
-        m.metrics.push(perflab_store::MetricValue::new(
-            &s.name,
-            &s.unit,
-            s.value,
-            s.better.as_str(),
-        ));
-    }
-    for s in rec.series {
-        m.series.push(perflab_store::SeriesData {
-            name: s.name,
-            unit: s.unit,
-            points: s.points,
-        });
-    }
-    let requests = m
-        .metrics
-        .iter()
-        .find(|x| x.name == "requests")
-        .map(|x| x.value);
-    if let (Some(cpu), Some(n)) = (cpu_s, requests) {
-        if n > 0.0 {
-            m.metrics.push(perflab_store::MetricValue::new(
-                "service_cpu_per_req_us",
-                "µs",
-                cpu / n * 1e6,
-                "lower",
-            ));
-        }
-    }
-}
-
-/// Adds a profile to a trial: the report (JSON), folded stacks and flame graph as
-/// artifacts, and the top functions' shares of all samples as `fn:NAME` metrics.
-fn add_profile(m: &mut Measurement, p: &perflab_profile::Profile, top: usize) {
-    let report = p.report(&perflab_profile::ReportOptions::default());
-    m.artifacts.push(ArtifactData {
-        name: perflab_store::vocab::ARTIFACT_PROFILE.into(),
-        media_type: "application/json".into(),
-        content: serde_json::to_vec_pretty(&report).unwrap_or_default(),
-    });
-    m.artifacts.push(ArtifactData {
-        name: perflab_store::vocab::ARTIFACT_STACKS.into(),
-        media_type: "text/plain".into(),
-        content: p.folded().into_bytes(),
-    });
-    if let Ok(svg) = p.flamegraph_svg() {
-        m.artifacts.push(ArtifactData {
-            name: perflab_store::vocab::ARTIFACT_FLAMEGRAPH.into(),
-            media_type: "image/svg+xml".into(),
-            content: svg,
-        });
-    }
-    for (name, pct) in p.top_functions(top) {
-        m.metrics.push(perflab_store::MetricValue::new(
-            &format!("fn:{name}"),
-            "%",
-            pct,
-            "lower",
-        ));
-    }
 }
 
 /// This perflab binary, for `{perflab}` (so `perflab serve` can be the service under
@@ -326,6 +279,8 @@ struct Runner<'a> {
     interrupted: Arc<AtomicBool>,
     obs: &'a dyn Observer,
     service: Option<RunningService>,
+    /// Builds each trial's workload from its spec.
+    factory: &'a dyn WorkloadFactory,
     /// Doctor observations around each recorded trial's workload.
     doctor: crate::doctor::TrialDoctor,
     ok: usize,
@@ -551,231 +506,5 @@ impl Runner<'_> {
             }
         }
         interrupted
-    }
-
-    fn stop_service(&mut self, m: &mut Measurement) {
-        if let Some(mut s) = self.service.take() {
-            if let Some(spec) = &self.exp.service {
-                s.stop(spec);
-            }
-            let log = s.log();
-            let bytes = log.as_bytes();
-            m.artifacts.push(ArtifactData {
-                name: "service.log".into(),
-                media_type: "text/plain".into(),
-                content: bytes[bytes.len().saturating_sub(256 << 10)..].to_vec(),
-            });
-        }
-    }
-
-    fn fail(msg: String, m: Measurement) -> Done {
-        Done {
-            status: TrialStatus::Failed,
-            error: Some(msg),
-            m,
-        }
-    }
-
-    fn trial(&mut self, t: &PlannedTrial) -> Done {
-        let vars = self.vars(t);
-        // The service for this config.
-        if let Some(spec) = &self.exp.service {
-            if self.service.as_ref().is_some_and(|s| s.config != t.config) {
-                let mut sink = Measurement::default();
-                self.stop_service(&mut sink);
-            }
-            if self.service.is_none() {
-                match RunningService::start(spec, &vars, &self.run_dir, t.config, t.ordinal) {
-                    Ok(s) => self.service = Some(s),
-                    Err(e) => {
-                        return Self::fail(
-                            format!("service did not start: {e}"),
-                            Measurement::default(),
-                        )
-                    }
-                }
-            }
-        }
-        if let Some(p) = &self.exp.prepare {
-            if let Err(e) = self.hook("prepare", &p.render(&vars)) {
-                return self.hook_failed("prepare", e);
-            }
-        }
-        let monitor = self.start_monitor();
-        let profiler = self.start_profile(t);
-        let pid = self.service.as_ref().map(|s| s.pid());
-        let watch = (!t.warmup).then(|| self.doctor.start(pid));
-        let result = self.workload(&vars);
-        let doctor = watch.and_then(|w| self.doctor.finish(w, self.obs));
-        let recording = monitor.map(|m| m.stop());
-        let profile = profiler.map(|p| p.stop());
-        let mut done = match result {
-            Ok(m) => Done {
-                status: TrialStatus::Ok,
-                error: None,
-                m,
-            },
-            Err(WorkloadError::Interrupted) => Done {
-                status: TrialStatus::Interrupted,
-                error: Some("interrupted".into()),
-                m: Measurement::default(),
-            },
-            Err(WorkloadError::Failed { message, partial }) => Self::fail(message, *partial),
-            Err(WorkloadError::Setup(e)) => Self::fail(e, Measurement::default()),
-        };
-        if let Some(rec) = recording {
-            add_recording(&mut done.m, rec);
-        }
-        done.m.artifacts.extend(doctor);
-        match profile {
-            Some(Ok(p)) => add_profile(
-                &mut done.m,
-                &p,
-                self.exp.profile.as_ref().map_or(10, |c| c.top),
-            ),
-            Some(Err(e)) => self
-                .obs
-                .warn(&format!("profile of trial {} lost: {e}", t.ordinal)),
-            None => {}
-        }
-        if done.status != TrialStatus::Interrupted && !self.is_interrupted() {
-            if let Some(s) = self.service.as_mut() {
-                if let Err(e) = s.check_alive() {
-                    let prior = done
-                        .error
-                        .take()
-                        .map(|p| format!(" (the workload said: {p})"))
-                        .unwrap_or_default();
-                    done.status = TrialStatus::Failed;
-                    done.error = Some(format!("{e}{prior}"));
-                }
-            }
-        }
-        if let Some(c) = &self.exp.cleanup {
-            if let Err(e) = self.hook("cleanup", &c.render(&vars)) {
-                if done.status == TrialStatus::Ok {
-                    done.status = TrialStatus::Failed;
-                    done.error = Some(format!("cleanup failed: {e}"));
-                }
-            }
-        }
-        done
-    }
-
-    /// Starts `[monitor]` sampling for a trial (following the service's process).
-    fn start_monitor(&self) -> Option<perflab_telemetry::MonitorHandle> {
-        let cfg = self.exp.monitor.as_ref()?;
-        let mut spec = perflab_telemetry::MonitorSpec::new(cfg.interval, cfg.probes.clone());
-        if cfg.probes.contains(&perflab_telemetry::Probe::Process) {
-            spec.pid = self.service.as_ref().map(|s| s.pid());
-        }
-        match perflab_telemetry::Monitor::start(spec) {
-            Ok(h) => Some(h),
-            Err(e) => {
-                self.obs
-                    .warn(&format!("monitor not started for this trial: {e}"));
-                None
-            }
-        }
-    }
-
-    /// Starts `[profile]` recording when this trial is one of the chosen repetitions.
-    fn start_profile(&self, t: &PlannedTrial) -> Option<perflab_profile::Running> {
-        let cfg = self.exp.profile.as_ref()?;
-        if t.warmup || !(cfg.repetitions.is_empty() || cfg.repetitions.contains(&t.repetition)) {
-            return None;
-        }
-        let target = match (&self.service, cfg.service) {
-            (Some(s), true) => perflab_profile::Target::Pid(s.pid()),
-            _ => perflab_profile::Target::System,
-        };
-        let spec = perflab_profile::ProfileSpec {
-            target,
-            frequency: cfg.frequency,
-            call_graph: cfg.call_graph,
-            output_dir: Some(self.run_dir.join(format!("profile-t{}", t.ordinal))),
-            ..Default::default()
-        };
-        match perflab_profile::Profiler::start(&spec) {
-            Ok(r) => Some(r),
-            Err(e) => {
-                self.obs
-                    .warn(&format!("profile not started for trial {}: {e}", t.ordinal));
-                None
-            }
-        }
-    }
-
-    fn hook_failed(&self, what: &str, e: String) -> Done {
-        if self.is_interrupted() {
-            return Done {
-                status: TrialStatus::Interrupted,
-                error: Some("interrupted".into()),
-                m: Measurement::default(),
-            };
-        }
-        Self::fail(format!("{what} failed: {e}"), Measurement::default())
-    }
-
-    fn context(&self) -> TrialContext {
-        TrialContext {
-            cpus: self.exp.cpus.clone(),
-            timeout: self.exp.timeout,
-            interrupted: self.interrupted.clone(),
-            run_dir: self.run_dir.clone(),
-        }
-    }
-
-    fn workload(&self, vars: &BTreeMap<String, String>) -> Result<Measurement, WorkloadError> {
-        match &self.exp.workload {
-            WorkloadSpec::Command(c) => {
-                let command = c.command.render(vars);
-                let w = CommandWorkload {
-                    argv: argv(&command, c.shell).map_err(WorkloadError::Setup)?,
-                    env: c
-                        .env
-                        .iter()
-                        .map(|(k, v)| (k.clone(), v.render(vars)))
-                        .collect(),
-                    cwd: c.cwd.as_ref().map(|t| PathBuf::from(t.render(vars))),
-                    allow_failure: c.allow_failure,
-                    metrics: c.metrics.clone(),
-                    leftovers: c.leftovers,
-                    exclude_pids: self.service.iter().map(|s| s.pid()).collect(),
-                };
-                w.run(&self.context())
-            }
-            WorkloadSpec::Http(t) => crate::workload::run_http(t, vars, &self.context()),
-            WorkloadSpec::Scimark(t) => crate::workload::run_scimark(t, vars, &self.context()),
-            WorkloadSpec::Disk(t) => crate::workload::run_disk(t, vars, &self.context()),
-        }
-    }
-
-    /// Runs a prepare/cleanup/setup/teardown command with `sh -c`.
-    fn hook(&self, what: &str, command: &str) -> Result<(), String> {
-        let mut cmd = std::process::Command::new("sh");
-        cmd.arg("-c").arg(command);
-        let ctx = TrialContext {
-            cpus: None,
-            timeout: self.exp.timeout.or(Some(Duration::from_secs(3600))),
-            interrupted: self.interrupted.clone(),
-            run_dir: self.run_dir.clone(),
-        };
-        let r = run_tree(cmd, &ctx, Leftovers::Kill, &[]).map_err(|e| e.to_string())?;
-        if r.interrupted {
-            return Err("interrupted".into());
-        }
-        if r.timed_out {
-            return Err(format!("{what} command timed out"));
-        }
-        match r.status {
-            Some(s) if s.success() => Ok(()),
-            Some(s) => Err(format!(
-                "{what} command {command:?} ended with {}; last output:\n{}",
-                perflab_workloads::command::describe_status(&s),
-                r.tail(20)
-            )),
-            None => Err(format!("{what} command {command:?} ended abnormally")),
-        }
     }
 }

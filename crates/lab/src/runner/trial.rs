@@ -1,0 +1,361 @@
+//! One trial of a run: its service, hooks, attachments (monitor, profile, doctor) and
+//! workload. The workload is built from the trial as data ([`TrialSpec`]) by the
+//! runner's [`WorkloadFactory`](perflab_workloads::spec::WorkloadFactory) — the seam a
+//! fake workload (crates/lab/tests) and a remote worker use (docs/architecture.md).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use perflab_store::vocab::{ARTIFACT_FLAMEGRAPH, ARTIFACT_PROFILE, ARTIFACT_STACKS};
+use perflab_store::{ArtifactData, TrialStatus};
+use perflab_workloads::command::{run_tree, CommandWorkload, Leftovers};
+use perflab_workloads::spec::{
+    Attachments, KindSpec, MonitorAttachment, ProfileAttachment, TrialSpec,
+};
+use perflab_workloads::{Measurement, TrialContext, WorkloadError};
+
+use super::{Done, Runner};
+use crate::experiment::WorkloadSpec;
+use crate::plan::PlannedTrial;
+use crate::service::{argv, RunningService};
+
+impl Runner<'_> {
+    pub(super) fn stop_service(&mut self, m: &mut Measurement) {
+        if let Some(mut s) = self.service.take() {
+            if let Some(spec) = &self.exp.service {
+                s.stop(spec);
+            }
+            let log = s.log();
+            let bytes = log.as_bytes();
+            m.artifacts.push(ArtifactData {
+                name: perflab_store::vocab::ARTIFACT_SERVICE_LOG.into(),
+                media_type: "text/plain".into(),
+                content: bytes[bytes.len().saturating_sub(256 << 10)..].to_vec(),
+            });
+        }
+    }
+
+    fn fail(msg: String, m: Measurement) -> Done {
+        Done {
+            status: TrialStatus::Failed,
+            error: Some(msg),
+            m,
+        }
+    }
+
+    pub(super) fn trial(&mut self, t: &PlannedTrial) -> Done {
+        let vars = self.vars(t);
+        // The service for this config.
+        if let Some(spec) = &self.exp.service {
+            if self.service.as_ref().is_some_and(|s| s.config != t.config) {
+                let mut sink = Measurement::default();
+                self.stop_service(&mut sink);
+            }
+            if self.service.is_none() {
+                match RunningService::start(spec, &vars, &self.run_dir, t.config, t.ordinal) {
+                    Ok(s) => self.service = Some(s),
+                    Err(e) => {
+                        return Self::fail(
+                            format!("service did not start: {e}"),
+                            Measurement::default(),
+                        )
+                    }
+                }
+            }
+        }
+        if let Some(p) = &self.exp.prepare {
+            if let Err(e) = self.hook("prepare", &p.render(&vars)) {
+                return self.hook_failed("prepare", e);
+            }
+        }
+        let spec = match self.trial_spec(t, &vars) {
+            Ok(spec) => spec,
+            Err(e) => return Self::fail(e, Measurement::default()),
+        };
+        let monitor = self.start_monitor(&spec);
+        let profiler = self.start_profile(&spec);
+        let pid = self.service.as_ref().map(|s| s.pid());
+        let watch = spec.attachments.doctor.then(|| self.doctor.start(pid));
+        let result = self.workload(&spec);
+        let doctor = watch.and_then(|w| self.doctor.finish(w, self.obs));
+        let recording = monitor.map(|m| m.stop());
+        let profile = profiler.map(|p| p.stop());
+        let mut done = match result {
+            Ok(m) => Done {
+                status: TrialStatus::Ok,
+                error: None,
+                m,
+            },
+            Err(WorkloadError::Interrupted) => Done {
+                status: TrialStatus::Interrupted,
+                error: Some("interrupted".into()),
+                m: Measurement::default(),
+            },
+            Err(WorkloadError::Failed { message, partial }) => Self::fail(message, *partial),
+            Err(WorkloadError::Setup(e)) => Self::fail(e, Measurement::default()),
+        };
+        if let Some(rec) = recording {
+            add_recording(&mut done.m, rec);
+        }
+        done.m.artifacts.extend(doctor);
+        match profile {
+            Some(Ok(p)) => add_profile(
+                &mut done.m,
+                &p,
+                spec.attachments.profile.as_ref().map_or(10, |c| c.top),
+            ),
+            Some(Err(e)) => self
+                .obs
+                .warn(&format!("profile of trial {} lost: {e}", t.ordinal)),
+            None => {}
+        }
+        if done.status != TrialStatus::Interrupted && !self.is_interrupted() {
+            if let Some(s) = self.service.as_mut() {
+                if let Err(e) = s.check_alive() {
+                    let prior = done
+                        .error
+                        .take()
+                        .map(|p| format!(" (the workload said: {p})"))
+                        .unwrap_or_default();
+                    done.status = TrialStatus::Failed;
+                    done.error = Some(format!("{e}{prior}"));
+                }
+            }
+        }
+        if let Some(c) = &self.exp.cleanup {
+            if let Err(e) = self.hook("cleanup", &c.render(&vars)) {
+                if done.status == TrialStatus::Ok {
+                    done.status = TrialStatus::Failed;
+                    done.error = Some(format!("cleanup failed: {e}"));
+                }
+            }
+        }
+        done
+    }
+
+    /// Starts `[monitor]` sampling for a trial (following the service's process).
+    fn start_monitor(&self, spec: &TrialSpec) -> Option<perflab_telemetry::MonitorHandle> {
+        use perflab_telemetry::{Monitor, MonitorSpec, Probe};
+        let cfg = spec.attachments.monitor.as_ref()?;
+        let started = Probe::parse_list(&cfg.probes).and_then(|probes| {
+            let follow = probes.contains(&Probe::Process);
+            let mut m = MonitorSpec::new(Duration::from_secs_f64(cfg.interval_s), probes);
+            if follow {
+                m.pid = self.service.as_ref().map(|s| s.pid());
+            }
+            Monitor::start(m)
+        });
+        match started {
+            Ok(h) => Some(h),
+            Err(e) => {
+                self.obs
+                    .warn(&format!("monitor not started for this trial: {e}"));
+                None
+            }
+        }
+    }
+
+    /// Starts `[profile]` recording when the trial carries one.
+    fn start_profile(&self, spec: &TrialSpec) -> Option<perflab_profile::Running> {
+        let cfg = spec.attachments.profile.as_ref()?;
+        let target = match (&self.service, cfg.service) {
+            (Some(s), true) => perflab_profile::Target::Pid(s.pid()),
+            _ => perflab_profile::Target::System,
+        };
+        let p = perflab_profile::ProfileSpec {
+            target,
+            frequency: cfg.frequency,
+            call_graph: cfg.call_graph,
+            output_dir: Some(self.run_dir.join(format!("profile-t{}", spec.ordinal))),
+            ..Default::default()
+        };
+        match perflab_profile::Profiler::start(&p) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                self.obs.warn(&format!(
+                    "profile not started for trial {}: {e}",
+                    spec.ordinal
+                ));
+                None
+            }
+        }
+    }
+
+    fn hook_failed(&self, what: &str, e: String) -> Done {
+        if self.is_interrupted() {
+            return Done {
+                status: TrialStatus::Interrupted,
+                error: Some("interrupted".into()),
+                m: Measurement::default(),
+            };
+        }
+        Self::fail(format!("{what} failed: {e}"), Measurement::default())
+    }
+
+    /// Trial `t` as data: its workload rendered with `vars`, its limits and what is
+    /// attached to it. An error names what could not be rendered.
+    pub(super) fn trial_spec(
+        &self,
+        t: &PlannedTrial,
+        vars: &BTreeMap<String, String>,
+    ) -> Result<TrialSpec, String> {
+        let workload = match &self.exp.workload {
+            WorkloadSpec::Command(c) => KindSpec::Command(CommandWorkload {
+                argv: argv(&c.command.render(vars), c.shell)?,
+                env: c
+                    .env
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.render(vars)))
+                    .collect(),
+                cwd: c.cwd.as_ref().map(|t| PathBuf::from(t.render(vars))),
+                allow_failure: c.allow_failure,
+                metrics: c.metrics.clone(),
+                leftovers: c.leftovers,
+                exclude_pids: self.service.iter().map(|s| s.pid()).collect(),
+            }),
+            w @ (WorkloadSpec::Http(table)
+            | WorkloadSpec::Scimark(table)
+            | WorkloadSpec::Disk(table)) => crate::workload::rendered(w.kind(), table, vars)?,
+        };
+        let profiled = |reps: &[u32]| reps.is_empty() || reps.contains(&t.repetition);
+        Ok(TrialSpec {
+            workload,
+            params: self.configs[t.config].params_map(),
+            repetition: t.repetition,
+            ordinal: t.ordinal,
+            warmup: t.warmup,
+            cpus: self.exp.cpus.as_ref().map(|c| c.to_string()),
+            timeout_s: self.exp.timeout.map(|d| d.as_secs_f64()),
+            attachments: Attachments {
+                monitor: self.exp.monitor.as_ref().map(|m| MonitorAttachment {
+                    interval_s: m.interval.as_secs_f64(),
+                    probes: m.probes.iter().map(|p| p.name().to_string()).collect(),
+                }),
+                profile: self
+                    .exp
+                    .profile
+                    .as_ref()
+                    .filter(|p| !t.warmup && profiled(&p.repetitions))
+                    .map(|p| ProfileAttachment {
+                        frequency: p.frequency,
+                        call_graph: p.call_graph,
+                        top: p.top,
+                        service: p.service,
+                    }),
+                doctor: !t.warmup,
+            },
+        })
+    }
+
+    /// Builds the trial's workload with the runner's factory and runs it.
+    fn workload(&self, spec: &TrialSpec) -> Result<Measurement, WorkloadError> {
+        let ctx = TrialContext {
+            cpus: spec.cpu_set()?,
+            timeout: spec.timeout(),
+            interrupted: self.interrupted.clone(),
+            run_dir: self.run_dir.clone(),
+        };
+        self.factory.build(spec)?.run(&ctx)
+    }
+
+    /// Runs a prepare/cleanup/setup/teardown command with `sh -c`.
+    pub(super) fn hook(&self, what: &str, command: &str) -> Result<(), String> {
+        let mut cmd = std::process::Command::new("sh");
+        cmd.arg("-c").arg(command);
+        let ctx = TrialContext {
+            cpus: None,
+            timeout: self.exp.timeout.or(Some(Duration::from_secs(3600))),
+            interrupted: self.interrupted.clone(),
+            run_dir: self.run_dir.clone(),
+        };
+        let r = run_tree(cmd, &ctx, Leftovers::Kill, &[]).map_err(|e| e.to_string())?;
+        if r.interrupted {
+            return Err("interrupted".into());
+        }
+        if r.timed_out {
+            return Err(format!("{what} command timed out"));
+        }
+        match r.status {
+            Some(s) if s.success() => Ok(()),
+            Some(s) => Err(format!(
+                "{what} command {command:?} ended with {}; last output:\n{}",
+                perflab_workloads::command::describe_status(&s),
+                r.tail(20)
+            )),
+            None => Err(format!("{what} command {command:?} ended abnormally")),
+        }
+    }
+}
+
+/// Adds a monitor recording to a trial's measurement: its series, its per-trial
+/// summaries as metrics, and the service's CPU time per request when the workload
+/// counted requests.
+fn add_recording(m: &mut Measurement, rec: perflab_telemetry::Recording) {
+    let cpu_s = rec
+        .summaries
+        .iter()
+        .find(|s| s.name == "process.cpu_s")
+        .map(|s| s.value);
+    for s in rec.summaries {
+        m.metrics.push(perflab_store::MetricValue::new(
+            &s.name,
+            &s.unit,
+            s.value,
+            s.better.as_str(),
+        ));
+    }
+    for s in rec.series {
+        m.series.push(perflab_store::SeriesData {
+            name: s.name,
+            unit: s.unit,
+            points: s.points,
+        });
+    }
+    let requests = m
+        .metrics
+        .iter()
+        .find(|x| x.name == "requests")
+        .map(|x| x.value);
+    if let (Some(cpu), Some(n)) = (cpu_s, requests) {
+        if n > 0.0 {
+            m.metrics.push(perflab_store::MetricValue::new(
+                "service_cpu_per_req_us",
+                "µs",
+                cpu / n * 1e6,
+                "lower",
+            ));
+        }
+    }
+}
+
+/// Adds a profile to a trial: the report (JSON), folded stacks and flame graph as
+/// artifacts, and the top functions' shares of all samples as `fn:NAME` metrics.
+fn add_profile(m: &mut Measurement, p: &perflab_profile::Profile, top: usize) {
+    let report = p.report(&perflab_profile::ReportOptions::default());
+    m.artifacts.push(ArtifactData {
+        name: ARTIFACT_PROFILE.into(),
+        media_type: "application/json".into(),
+        content: serde_json::to_vec_pretty(&report).unwrap_or_default(),
+    });
+    m.artifacts.push(ArtifactData {
+        name: ARTIFACT_STACKS.into(),
+        media_type: "text/plain".into(),
+        content: p.folded().into_bytes(),
+    });
+    if let Ok(svg) = p.flamegraph_svg() {
+        m.artifacts.push(ArtifactData {
+            name: ARTIFACT_FLAMEGRAPH.into(),
+            media_type: "image/svg+xml".into(),
+            content: svg,
+        });
+    }
+    for (name, pct) in p.top_functions(top) {
+        m.metrics.push(perflab_store::MetricValue::new(
+            &format!("fn:{name}"),
+            "%",
+            pct,
+            "lower",
+        ));
+    }
+}

@@ -1,0 +1,122 @@
+//! `kind = "http"`: perflab's load engine (`perflab-load`) as a trial's workload —
+//! its report becomes metrics, the merged latency histogram is kept whole, the
+//! per-second rate is a series and the whole report an artifact. `perflab http` stores
+//! its one-shot runs through [`measurement`] too, so both have the same metrics.
+
+use perflab_load::LoadSpec;
+
+use crate::{
+    ArtifactData, HistogramData, Measurement, MetricValue, SeriesData, TrialContext, Workload,
+    WorkloadError,
+};
+
+/// Metrics the `http` workload records.
+pub const METRICS: &[&str] = &[
+    "rps",
+    "requests",
+    "mbps",
+    "latency_p50_ms",
+    "latency_p90_ms",
+    "latency_p99_ms",
+    "latency_p999_ms",
+    "latency_mean_ms",
+    "errors",
+    "error_rate",
+    "client_cpu_per_req_us",
+];
+
+/// The metrics an http run is compared on unless the experiment names others.
+pub const PRIMARY: &[&str] = &["rps", "latency_p50_ms", "latency_p99_ms"];
+
+/// A checked load specification, ready to run.
+#[derive(Debug, Clone)]
+pub struct HttpWorkload {
+    pub spec: LoadSpec,
+}
+
+impl HttpWorkload {
+    /// Reads and checks the options of a `kind = "http"` table (the `perflab_load::LoadSpec`
+    /// fields); the error names the field.
+    pub fn from_options(options: &serde_json::Value) -> Result<HttpWorkload, String> {
+        let spec: LoadSpec = serde_json::from_value(options.clone()).map_err(|e| e.to_string())?;
+        spec.validate().map_err(|e| e.to_string())?;
+        Ok(HttpWorkload { spec })
+    }
+}
+
+/// One `kind = "http"` trial: the load engine, its report as metrics, the merged
+/// latency histogram kept whole and the per-second series.
+impl Workload for HttpWorkload {
+    fn run(&self, ctx: &TrialContext) -> Result<Measurement, WorkloadError> {
+        let spec = &self.spec;
+        if ctx.interrupted.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(WorkloadError::Interrupted);
+        }
+        // The engine runs in this process: its worker threads inherit the pinning, and its
+        // default thread count follows the pinned CPUs.
+        let pin = ctx.pin_this_thread()?;
+        let report =
+            perflab_load::run(spec).map_err(|e| WorkloadError::Setup(format!("http load: {e}")))?;
+        drop(pin);
+        let m = measurement(&report);
+        if report.requests == 0 {
+            return Err(WorkloadError::Failed {
+                message: format!(
+                    "no request completed ({} errors; first kinds: {})",
+                    report.errors.total,
+                    serde_json::to_string(&report.errors).unwrap_or_default()
+                ),
+                partial: Box::new(m),
+            });
+        }
+        Ok(m)
+    }
+}
+
+/// The store's view of an HTTP load report.
+pub fn measurement(r: &perflab_load::Report) -> Measurement {
+    let l = &r.latency_ms;
+    let metrics = vec![
+        MetricValue::new("rps", "req/s", r.rps, "higher"),
+        MetricValue::new("requests", "", r.requests as f64, "higher"),
+        MetricValue::new("mbps", "MB/s", r.mbps, "higher"),
+        MetricValue::new("latency_p50_ms", "ms", l.p50, "lower"),
+        MetricValue::new("latency_p90_ms", "ms", l.p90, "lower"),
+        MetricValue::new("latency_p99_ms", "ms", l.p99, "lower"),
+        MetricValue::new("latency_p999_ms", "ms", l.p999, "lower"),
+        MetricValue::new("latency_mean_ms", "ms", l.mean, "lower"),
+        // Failed as siege counts them: transport errors and statuses >= 400.
+        MetricValue::new("errors", "", r.failed() as f64, "lower"),
+        MetricValue::new("error_rate", "", r.error_rate(), "lower"),
+        MetricValue::new(
+            "client_cpu_per_req_us",
+            "µs",
+            r.client_cpu_per_req_us,
+            "lower",
+        ),
+    ];
+    let series = vec![SeriesData {
+        name: "http.rps".into(),
+        unit: "req/s".into(),
+        points: r
+            .series
+            .iter()
+            .map(|p| (p.second as f64, p.requests as f64 / p.duration_s.max(1e-9)))
+            .collect(),
+    }];
+    Measurement {
+        metrics,
+        histograms: vec![HistogramData {
+            name: "latency".into(),
+            unit: "us".into(),
+            data: r.histogram_bytes(),
+        }],
+        series,
+        artifacts: vec![ArtifactData {
+            name: perflab_store::vocab::ARTIFACT_HTTP_REPORT.into(),
+            media_type: "application/json".into(),
+            content: serde_json::to_vec(r).unwrap_or_default(),
+        }],
+        method: None,
+    }
+}
