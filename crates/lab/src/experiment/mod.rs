@@ -1,0 +1,484 @@
+//! Experiment files: read, check everything, and produce an [`Experiment`] — or a
+//! [`FileError`] with file, line and column. Nothing runs from a file that did not
+//! check out. The format is documented in `docs/experiment-file.md`.
+//!
+//! Parsing is two-pass: a lenient pass reads `workload.kind`, then the whole file is
+//! read strictly with the structure of that kind, so every error carries the span the
+//! TOML parser knows.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use perflab_workloads::command::Leftovers;
+use perflab_workloads::cpuset::CpuSet;
+use perflab_workloads::metrics::{MetricSpec, Source};
+use perflab_workloads::spec::KindSpec;
+use toml::Spanned;
+
+use crate::error::{FileError, Locator};
+use crate::raw::*;
+use crate::template::{Template, BUILTINS};
+
+mod process;
+mod sections;
+
+pub use process::signal_number;
+use process::{command_spec, service};
+use sections::{matrix, monitor, profile, repetitions};
+
+/// Metrics every command trial records.
+pub const BUILTIN_METRICS: &[&str] = &[
+    "wall_s",
+    "user_s",
+    "sys_s",
+    "peak_rss_bytes",
+    "max_process_rss_bytes",
+];
+
+/// How trials are ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    Interleaved,
+    Random,
+    Sequential,
+}
+
+impl Order {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Order::Interleaved => "interleaved",
+            Order::Random => "random",
+            Order::Sequential => "sequential",
+        }
+    }
+}
+
+/// `[monitor]`: system telemetry sampled during every trial.
+#[derive(Debug, Clone)]
+pub struct MonitorConfig {
+    pub interval: Duration,
+    pub probes: Vec<perflab_telemetry::Probe>,
+}
+
+/// `[profile]`: a sampling profile of chosen trials.
+#[derive(Debug, Clone)]
+pub struct ProfileConfig {
+    /// Profile the service under test (else the whole system).
+    pub service: bool,
+    /// Which repetitions of each config (empty: all).
+    pub repetitions: Vec<u32>,
+    pub frequency: u32,
+    pub call_graph: bool,
+    /// How many top functions become metrics.
+    pub top: usize,
+}
+
+/// How many repetitions: fixed, or added round by round until precise enough.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Repetitions {
+    Fixed(u32),
+    Auto {
+        min: u32,
+        max: u32,
+        /// CI half-width / |mean| to reach, e.g. 0.02.
+        target: f64,
+    },
+}
+
+impl Repetitions {
+    /// Repetitions planned up front (the minimum for `auto`).
+    pub fn initial(&self) -> u32 {
+        match self {
+            Repetitions::Fixed(n) => *n,
+            Repetitions::Auto { min, .. } => *min,
+        }
+    }
+}
+
+/// One matrix parameter and its values, in file order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Param {
+    pub name: String,
+    pub values: Vec<serde_json::Value>,
+}
+
+/// The service under test.
+#[derive(Debug, Clone)]
+pub struct ServiceSpec {
+    pub command: Template,
+    pub shell: bool,
+    pub files: Vec<(String, Template)>,
+    pub cpus: Option<CpuSet>,
+    pub env: Vec<(String, Template)>,
+    pub cwd: Option<Template>,
+    pub ready: Ready,
+    pub ready_timeout: Duration,
+    pub stop_signal: i32,
+    pub grace: Duration,
+}
+
+/// How to tell the service is ready.
+#[derive(Debug, Clone)]
+pub enum Ready {
+    /// Started is ready.
+    Started,
+    Tcp(Template),
+    Http(Template),
+    Log(regex::Regex),
+}
+
+/// The `command` workload, before rendering.
+#[derive(Debug, Clone)]
+pub struct CommandSpec {
+    pub command: Template,
+    pub shell: bool,
+    pub env: Vec<(String, Template)>,
+    pub cwd: Option<Template>,
+    pub allow_failure: bool,
+    pub leftovers: Leftovers,
+    pub metrics: Vec<MetricSpec>,
+}
+
+/// What each trial runs.
+#[derive(Debug, Clone)]
+pub enum WorkloadSpec {
+    Command(CommandSpec),
+    /// `kind = "http"`: a `perflab_load::LoadSpec` table, rendered per trial.
+    Http(toml::Table),
+    /// `kind = "scimark"`: a `perflab_workloads::scimark::ScimarkSpec` table.
+    Scimark(toml::Table),
+    /// `kind = "disk"`: a `perflab_workloads::disk::DiskSpec` table.
+    Disk(toml::Table),
+}
+
+/// Workload kinds, as written in files.
+pub use perflab_workloads::spec::KINDS;
+
+impl WorkloadSpec {
+    /// `command`, `http`, `scimark` or `disk`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            WorkloadSpec::Command(_) => "command",
+            WorkloadSpec::Http(_) => "http",
+            WorkloadSpec::Scimark(_) => "scimark",
+            WorkloadSpec::Disk(_) => "disk",
+        }
+    }
+
+    fn command_metrics(&self) -> Vec<String> {
+        match self {
+            WorkloadSpec::Command(c) => c.metrics.iter().map(|m| m.name.clone()).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Named metrics this workload records (for `primary` and auto repetitions).
+    pub fn metric_names(&self) -> Vec<String> {
+        KindSpec::metric_names(self.kind(), &self.command_metrics())
+    }
+
+    /// The metrics runs of this workload are compared on when the file names no
+    /// `primary` (the kind's own choice, `perflab_workloads::spec`).
+    pub fn default_primary(&self) -> Vec<String> {
+        KindSpec::primary(self.kind(), &self.command_metrics())
+    }
+}
+
+/// A checked experiment.
+#[derive(Debug, Clone)]
+pub struct Experiment {
+    pub name: String,
+    pub description: Option<String>,
+    pub path: PathBuf,
+    /// The file, verbatim (stored with the run; `--resume` re-reads it from the store).
+    pub text: String,
+    pub repetitions: Repetitions,
+    /// Metrics whose precision `repetitions = "auto"` watches (empty: the workload's
+    /// named metrics, else `wall_s`).
+    pub primary: Vec<String>,
+    /// Measure machine noise before the run and warn when it is high.
+    pub noise_check: bool,
+    pub warmup: u32,
+    pub order: Order,
+    pub seed: Option<u64>,
+    pub timeout: Option<Duration>,
+    pub cpus: Option<CpuSet>,
+    pub prepare: Option<Template>,
+    pub cleanup: Option<Template>,
+    pub setup: Option<Template>,
+    pub teardown: Option<Template>,
+    pub matrix: Vec<Param>,
+    pub service: Option<ServiceSpec>,
+    pub monitor: Option<MonitorConfig>,
+    pub profile: Option<ProfileConfig>,
+    pub workload: WorkloadSpec,
+}
+
+impl Experiment {
+    /// Reads and checks an experiment file.
+    pub fn from_path(path: &Path) -> Result<Experiment, FileError> {
+        let text = std::fs::read_to_string(path).map_err(|e| FileError {
+            path: path.to_path_buf(),
+            line: None,
+            column: None,
+            message: format!("cannot read the experiment file: {e}"),
+        })?;
+        Experiment::parse(path, &text)
+    }
+
+    /// Checks an experiment given as text (`path` is used in messages).
+    pub fn parse(path: &Path, text: &str) -> Result<Experiment, FileError> {
+        let loc = Locator { path, text };
+        let probe: KindProbe = toml::from_str(text).map_err(|e| toml_error(&loc, &e))?;
+        let kind = probe
+            .workload
+            .ok_or_else(|| loc.nowhere("missing [workload] table (what each trial runs)"))?
+            .kind
+            .ok_or_else(|| loc.nowhere("missing workload.kind: expected kind = \"command\""))?;
+        match kind.get_ref().as_str() {
+            "command" => {
+                let raw: RawFile<RawCommandWorkload> =
+                    toml::from_str(text).map_err(|e| toml_error(&loc, &e))?;
+                build(&loc, raw, |c, w| {
+                    Ok(WorkloadSpec::Command(command_spec(c, w)?))
+                })
+            }
+            k @ ("http" | "scimark" | "disk") => {
+                let raw: RawFile<Spanned<toml::Table>> =
+                    toml::from_str(text).map_err(|e| toml_error(&loc, &e))?;
+                build(&loc, raw, |c, w| crate::workload::table_spec(c, k, w))
+            }
+            other => Err(loc.at(
+                kind.span().start,
+                format!(
+                    "unknown workload kind {other:?}: expected one of {}",
+                    KINDS
+                        .iter()
+                        .map(|k| format!("\"{k}\""))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )),
+        }
+    }
+
+    /// Number of configurations (points of the matrix).
+    pub fn config_count(&self) -> usize {
+        self.matrix.iter().map(|p| p.values.len()).product()
+    }
+}
+
+fn toml_error(loc: &Locator, e: &toml::de::Error) -> FileError {
+    // serde names Rust types; say what a TOML writer would.
+    let msg = e
+        .message()
+        .trim()
+        .replace("expected i64", "expected an integer")
+        .replace("expected u64", "expected a non-negative integer")
+        .replace("expected a borrowed string", "expected a string")
+        .replace("expected f64", "expected a number");
+    match e.span() {
+        Some(span) => loc.at(span.start, msg),
+        None => loc.nowhere(msg),
+    }
+}
+
+/// Shared checking context: the file and the names placeholders may use.
+pub(crate) struct Checker<'a> {
+    pub loc: Locator<'a>,
+    pub names: Vec<String>,
+    /// A value for every placeholder (first matrix values), to check rendered tables.
+    pub sample: std::collections::BTreeMap<String, String>,
+}
+
+impl Checker<'_> {
+    pub fn template(&self, s: &SStr) -> Result<Template, FileError> {
+        let known = |n: &str| BUILTINS.contains(&n) || self.names.iter().any(|m| m == n);
+        Template::parse(s.get_ref(), &known).map_err(|u| {
+            let at = self.loc.inside_string(s.span(), s.get_ref(), u.offset);
+            let mut known: Vec<&str> = self.names.iter().map(|s| s.as_str()).collect();
+            known.extend(BUILTINS);
+            self.loc.at(
+                at,
+                format!(
+                    "unknown placeholder {{{}}}: expected a matrix parameter or a built-in ({}); write {{{{ for a literal brace",
+                    u.name,
+                    known.join(", ")
+                ),
+            )
+        })
+    }
+
+    pub fn command(&self, s: &SStr, shell: bool) -> Result<Template, FileError> {
+        if s.get_ref().trim().is_empty() {
+            return Err(self.loc.at(s.span().start, "empty command"));
+        }
+        if !shell && shlex::split(s.get_ref()).is_none() {
+            return Err(self.loc.at(
+                s.span().start,
+                "unbalanced quotes in the command (it is split like a shell splits words; set shell = true to run it with sh -c)",
+            ));
+        }
+        self.template(s)
+    }
+
+    pub fn duration(&self, s: &SStr) -> Result<Duration, FileError> {
+        // perflab's one duration grammar (crates/units), as every flag takes it.
+        let d = perflab_units::parse_duration(s.get_ref()).map_err(|e| {
+            self.loc.at(
+                s.span().start,
+                format!(
+                    "bad duration {:?}: expected {}, e.g. \"30s\"",
+                    e.value, e.expected
+                ),
+            )
+        })?;
+        if d.is_zero() {
+            return Err(self
+                .loc
+                .at(s.span().start, "duration must be greater than zero"));
+        }
+        Ok(d)
+    }
+
+    pub fn cpus(&self, s: &SStr) -> Result<CpuSet, FileError> {
+        let set = CpuSet::parse(s.get_ref()).map_err(|e| self.loc.at(s.span().start, e))?;
+        set.check_online()
+            .map_err(|e| self.loc.at(s.span().start, e))?;
+        Ok(set)
+    }
+
+    pub fn env(
+        &self,
+        env: &std::collections::BTreeMap<String, SStr>,
+    ) -> Result<Vec<(String, Template)>, FileError> {
+        env.iter()
+            .map(|(k, v)| Ok((k.clone(), self.template(v)?)))
+            .collect()
+    }
+}
+
+fn build<W>(
+    loc: &Locator,
+    raw: RawFile<W>,
+    workload: impl FnOnce(&Checker, W) -> Result<WorkloadSpec, FileError>,
+) -> Result<Experiment, FileError> {
+    let matrix = matrix(loc, raw.matrix.unwrap_or_default())?;
+    let c = Checker {
+        loc: Locator {
+            path: loc.path,
+            text: loc.text,
+        },
+        names: matrix.iter().map(|p| p.name.clone()).collect(),
+        sample: matrix
+            .iter()
+            .map(|p| (p.name.clone(), crate::plan::value_text(&p.values[0])))
+            .chain(
+                [
+                    ("repetition", "1"),
+                    ("trial", "1"),
+                    ("run_dir", "/tmp"),
+                    ("port", "8080"),
+                    ("perflab", "perflab"),
+                ]
+                .map(|(a, b)| (a.to_string(), b.to_string())),
+            )
+            .collect(),
+    };
+    let e = raw.experiment;
+    let positive = |v: &Option<Spanned<i64>>, what: &str, default: u32, min: i64| match v {
+        None => Ok(default),
+        Some(s) if *s.get_ref() < min || *s.get_ref() > 100_000 => Err(loc.at(
+            s.span().start,
+            format!(
+                "{what} must be an integer from {min} to 100000, found {}",
+                s.get_ref()
+            ),
+        )),
+        Some(s) => Ok(*s.get_ref() as u32),
+    };
+    let order = match &e.order {
+        None => Order::Interleaved,
+        Some(o) => match o.get_ref().as_str() {
+            "interleaved" => Order::Interleaved,
+            "random" => Order::Random,
+            "sequential" => Order::Sequential,
+            other => {
+                return Err(loc.at(
+                    o.span().start,
+                    format!("unknown order {other:?}: expected \"interleaved\", \"random\" or \"sequential\""),
+                ))
+            }
+        },
+    };
+    let seed = match &e.seed {
+        Some(s) if *s.get_ref() < 0 => {
+            return Err(loc.at(s.span().start, "seed must be a non-negative integer"))
+        }
+        Some(s) => Some(*s.get_ref() as u64),
+        None => None,
+    };
+    let name = match &e.name {
+        Some(n) if n.get_ref().trim().is_empty() => {
+            return Err(loc.at(n.span().start, "experiment name is empty"))
+        }
+        Some(n) => n.get_ref().clone(),
+        None => loc
+            .path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "experiment".into()),
+    };
+    let opt_t = |s: &Option<SStr>| s.as_ref().map(|s| c.command(s, true)).transpose();
+    let service = raw.service.map(|s| service(&c, s)).transpose()?;
+    let monitor = raw
+        .monitor
+        .map(|m| monitor(loc, m, service.is_some()))
+        .transpose()?;
+    let profile = raw
+        .profile
+        .map(|p| profile(loc, p, service.is_some()))
+        .transpose()?;
+    let workload = workload(&c, raw.workload)?;
+    if let Some(primary) = &e.primary {
+        let named = workload.metric_names();
+        for p in primary {
+            let known = BUILTIN_METRICS.contains(&p.get_ref().as_str())
+                || named.iter().any(|m| m == p.get_ref());
+            if !known {
+                return Err(loc.at(
+                    p.span().start,
+                    format!("primary metric {:?} is not measured: expected one of the workload's metrics or {}", p.get_ref(), BUILTIN_METRICS.join(", ")),
+                ));
+            }
+        }
+    }
+    Ok(Experiment {
+        name,
+        description: e.description.clone(),
+        path: loc.path.to_path_buf(),
+        text: loc.text.to_string(),
+        repetitions: repetitions(loc, &e, order)?,
+        primary: e
+            .primary
+            .iter()
+            .flatten()
+            .map(|p| p.get_ref().clone())
+            .collect(),
+        noise_check: e.noise_check.unwrap_or(true),
+        warmup: positive(&e.warmup, "warmup", 1, 0)?,
+        order,
+        seed,
+        timeout: e.timeout.as_ref().map(|t| c.duration(t)).transpose()?,
+        cpus: e.cpus.as_ref().map(|s| c.cpus(s)).transpose()?,
+        prepare: opt_t(&e.prepare)?,
+        cleanup: opt_t(&e.cleanup)?,
+        setup: opt_t(&e.setup)?,
+        teardown: opt_t(&e.teardown)?,
+        matrix,
+        service,
+        monitor,
+        profile,
+        workload,
+    })
+}
