@@ -73,3 +73,14 @@ pub fn hint_for(e: &anyhow::Error) -> Option<String> {
     }
     None
 }
+
+/// A run that cannot be resumed, as the CLI reports it: a wrong run is a usage error
+/// (exit 2), so is a bad stored file; a store that cannot be read is not.
+pub fn resume_error(e: perflab_lab::resume::ResumeError) -> anyhow::Error {
+    use perflab_lab::resume::ResumeError;
+    match e {
+        ResumeError::NotResumable(m) => InvalidInput(m).into(),
+        ResumeError::File(f) => f.into(),
+        ResumeError::Store(s) => s.into(),
+    }
+}

@@ -11,6 +11,7 @@ pub mod noise;
 pub mod plan;
 mod raw;
 pub mod record;
+pub mod resume;
 pub mod runner;
 pub mod service;
 pub mod signals;

@@ -57,26 +57,9 @@ pub fn run(g: &Global, a: &RunArgs) -> anyhow::Result<ExitCode> {
     let (exp, store) = match (a.resume, &a.file) {
         (Some(id), _) => {
             let store = Store::open(&g.store).with_context(store_err)?;
-            let row = store.run(id)?;
-            let text = row.file_text.clone().ok_or_else(|| {
-                InvalidInput(format!(
-                    "run {id} is a {} run, not an experiment: it cannot be resumed",
-                    row.kind
-                ))
-            })?;
-            if row.kind != "experiment" {
-                return Err(InvalidInput(format!(
-                    "run {id} is a {} run; only experiment runs can be resumed",
-                    row.kind
-                ))
-                .into());
-            }
-            let path = PathBuf::from(
-                row.file_path
-                    .clone()
-                    .unwrap_or_else(|| format!("run-{id}.toml")),
-            );
-            (Experiment::parse(&path, &text)?, store)
+            let exp = perflab_lab::resume::stored_experiment(&store, id, "experiment")
+                .map_err(crate::exit::resume_error)?;
+            (exp, store)
         }
         (None, Some(file)) => {
             let exp = Experiment::from_path(file)?;

@@ -70,6 +70,9 @@ pub struct RunOptions {
     pub resume: Option<RunId>,
     /// With `resume`: also re-run failed trials.
     pub retry_failed: bool,
+    /// The run's kind in the store (default `experiment`): `perflab scimark` and
+    /// `perflab bench` store their experiments under their own name.
+    pub kind: Option<String>,
     /// Where runs' scratch directories go (`<this>/runs/ID`); default: beside the store.
     pub scratch: Option<PathBuf>,
 }
@@ -143,7 +146,7 @@ pub fn run_with(
             let id = store.create_run(
                 &NewRun {
                     name: exp.name.clone(),
-                    kind: "experiment".into(),
+                    kind: opts.kind.clone().unwrap_or_else(|| "experiment".into()),
                     file_path: Some(exp.path.display().to_string()),
                     file_text: Some(exp.text.clone()),
                     seed: Some(seed),

@@ -1,0 +1,288 @@
+//! `perflab scimark`: SciMark 2 in several languages. Each language is built and
+//! verified against C first (a broken one is dropped with its error); the timed rounds
+//! are then an experiment over `lang` — built here as a file in memory, run by the lab
+//! runner like any `perflab run` (interleaved, stored trial by trial, Ctrl-C, `--resume`)
+//! — and the tables are read back from the store: MFLOPS with intervals, and each
+//! language's ratio to C as an analysis comparison with baseline `lang=c`.
+
+mod report;
+
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::Context;
+use perflab_lab::experiment::Experiment;
+use perflab_lab::runner::{self, RunOptions};
+use perflab_store::{RunStatus, Store};
+use perflab_workloads::scimark::{self, BuildOptions, Output, KERNELS, LANGS};
+use perflab_workloads::{TrialContext, WorkloadError};
+
+use crate::exit::{self, InvalidInput};
+use crate::progress::Progress;
+use crate::Global;
+
+/// SciMark 2 (FFT, SOR, Monte Carlo, sparse mat-mult, LU) in C, Java, Rust, Go,
+/// JavaScript and Python: the same arithmetic on the same data, verified by checksums.
+///
+/// Examples:
+///   perflab scimark --lang c,java --repeat 10
+///   perflab scimark --lang c,rust,go --min-time 0.5 --json
+///   perflab scimark --lang java --java /usr/lib/jvm/temurin-21/bin/java --jvm-flags "-XX:+UseParallelGC"
+///   perflab scimark --resume 4            # after Ctrl-C: run the missing rounds of run 4
+///
+/// The timed rounds are an experiment over `lang` run by perflab's runner: interleaved,
+/// each round stored the moment it ends, Ctrl-C keeps what finished. Builds are cached (~/.cache/perflab/scimark; PERFLAB_CACHE overrides). A missing
+/// toolchain, a failed build or a failed verification drops that language only.
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct ScimarkArgs {
+    /// Languages, comma-separated: c, java, rust, go, js, python.
+    #[arg(long, value_delimiter = ',', default_value = "c,java")]
+    lang: Vec<String>,
+    /// The large problem sizes (FFT 1M points, SOR and LU 1000×1000, sparse N=100000).
+    #[arg(long)]
+    large: bool,
+    /// Minimum time per kernel timing (calibration doubles cycles until reached): 2s,
+    /// 500ms, or a number of seconds.
+    #[arg(long, default_value = "2s", value_parser = parse_min_time)]
+    min_time: f64,
+    /// Timed runs per language, interleaved across languages.
+    #[arg(long, default_value_t = 5)]
+    repeat: u32,
+    /// C compiler flags.
+    #[arg(long, default_value = "-O3", allow_hyphen_values = true)]
+    cflags: String,
+    /// JVM flags.
+    #[arg(long, allow_hyphen_values = true)]
+    jvm_flags: Option<String>,
+    /// The java binary (another JDK).
+    #[arg(long)]
+    java: Option<String>,
+    /// A subset of kernels: fft,sor,mc,sparse,lu.
+    #[arg(long, value_delimiter = ',')]
+    kernels: Option<Vec<String>>,
+    /// Confidence level of the intervals.
+    #[arg(long, default_value_t = 0.95, value_parser = crate::commands::show::parse_confidence)]
+    confidence: f64,
+    /// JSON output (see docs/json.md).
+    #[arg(long)]
+    json: bool,
+    /// Finish an interrupted scimark run (same id): only its missing rounds run.
+    #[arg(long, value_name = "RUN_ID")]
+    resume: Option<i64>,
+    /// With --resume: re-run failed rounds too.
+    #[arg(long, requires = "resume")]
+    retry_failed: bool,
+}
+
+/// `--min-time`: perflab's duration grammar (a bare number is seconds).
+fn parse_min_time(s: &str) -> Result<f64, String> {
+    let d = perflab_units::parse_duration(s).map_err(|e| e.for_field("--min-time").to_string())?;
+    if d.is_zero() {
+        return Err("--min-time must be greater than zero".into());
+    }
+    Ok(d.as_secs_f64())
+}
+
+/// A language as the pre-flight left it: verified (its output), or why not.
+pub(crate) struct Checked {
+    pub name: String,
+    pub verify: Option<Output>,
+    pub error: Option<String>,
+}
+
+pub fn run(g: &Global, a: &ScimarkArgs) -> anyhow::Result<ExitCode> {
+    check_args(a)?;
+    let flag = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
+    let store = Store::open(&g.store)
+        .with_context(|| format!("cannot open the store {}", g.store.display()))?;
+    let (exp, langs, resume) = match a.resume {
+        Some(id) => {
+            let exp = perflab_lab::resume::stored_experiment(&store, id, "scimark")
+                .map_err(exit::resume_error)?;
+            (exp, Vec::new(), Some(id))
+        }
+        None => {
+            let langs = preflight(g, a, &flag)?;
+            let Some(langs) = langs else {
+                return Ok(ExitCode::from(exit::INTERRUPTED));
+            };
+            let ok: Vec<&str> = langs
+                .iter()
+                .filter(|l| l.error.is_none())
+                .map(|l| l.name.as_str())
+                .collect();
+            if ok.is_empty() {
+                let doc = report::document(None, &store, &langs, a.confidence)?;
+                report::print(&doc, a.json, a.confidence)?;
+                return Ok(ExitCode::from(exit::FAILURES));
+            }
+            let text = experiment_file(a, &ok);
+            (
+                Experiment::parse(std::path::Path::new("perflab-scimark.toml"), &text)?,
+                langs,
+                None,
+            )
+        }
+    };
+    if !g.quiet {
+        let configs = perflab_lab::plan::configs(&exp);
+        let labels: Vec<String> = configs.iter().map(|c| c.label()).collect();
+        eprintln!("scimark: timing {}, interleaved", labels.join(" · "));
+    }
+    let opts = RunOptions {
+        resume,
+        retry_failed: a.retry_failed,
+        kind: Some("scimark".into()),
+        ..Default::default()
+    };
+    let progress = Progress::new(g.quiet);
+    let outcome = runner::run(&exp, &store, &opts, flag, &progress)?;
+    drop(progress);
+    if outcome.status == RunStatus::Interrupted {
+        eprintln!(
+            "interrupted: {} finished rounds are kept; finish with `perflab scimark --resume {}`",
+            outcome.trials_ok, outcome.run_id
+        );
+    }
+    let doc = report::document(Some(outcome.run_id), &store, &langs, a.confidence)?;
+    report::print(&doc, a.json, a.confidence)?;
+    let lang_failed = langs.iter().any(|l| l.error.is_some());
+    Ok(ExitCode::from(match outcome.status {
+        RunStatus::Interrupted => exit::INTERRUPTED,
+        RunStatus::CompleteWithFailures | RunStatus::Failed => exit::FAILURES,
+        _ if lang_failed => exit::FAILURES,
+        _ => exit::OK,
+    }))
+}
+
+fn check_args(a: &ScimarkArgs) -> Result<(), InvalidInput> {
+    for l in &a.lang {
+        if !LANGS.contains(&l.as_str()) {
+            return Err(InvalidInput(format!(
+                "--lang {l:?}: expected some of {}",
+                LANGS.join(", ")
+            )));
+        }
+    }
+    for k in a.kernels.iter().flatten() {
+        if !KERNELS.contains(&k.as_str()) {
+            return Err(InvalidInput(format!(
+                "--kernels {k:?}: expected some of {}",
+                KERNELS.join(", ")
+            )));
+        }
+    }
+    if a.repeat == 0 {
+        return Err(InvalidInput("--repeat must be at least 1".into()));
+    }
+    Ok(())
+}
+
+/// Builds every language and verifies it against C (built for the purpose when not
+/// asked for); a failure drops that language with its error. None: interrupted.
+fn preflight(
+    g: &Global,
+    a: &ScimarkArgs,
+    flag: &Arc<AtomicBool>,
+) -> anyhow::Result<Option<Vec<Checked>>> {
+    let ctx = TrialContext {
+        cpus: None,
+        timeout: None,
+        interrupted: flag.clone(),
+        run_dir: std::env::temp_dir(),
+    };
+    let bopts = BuildOptions {
+        cache_dir: None,
+        cflags: Some(a.cflags.clone()),
+        jvm_flags: a.jvm_flags.clone(),
+        java: a.java.clone(),
+    };
+    let vopts = scimark::RunOptions {
+        large: a.large,
+        verify_only: true,
+        kernels: a.kernels.clone(),
+        ..Default::default()
+    };
+    let mut langs: Vec<Checked> = Vec::new();
+    for name in &a.lang {
+        if !g.quiet {
+            eprintln!("scimark: building {name}…");
+        }
+        let mut l = Checked {
+            name: name.clone(),
+            verify: None,
+            error: None,
+        };
+        match scimark::build(name, &bopts).map(|b| scimark::run(&b, &vopts, &ctx)) {
+            Ok(Ok((out, _))) => l.verify = Some(out),
+            Ok(Err(WorkloadError::Interrupted)) => return Ok(None),
+            Ok(Err(e)) => l.error = Some(e.to_string()),
+            Err(e) => l.error = Some(e.to_string()),
+        }
+        langs.push(l);
+    }
+    if flag.load(Ordering::SeqCst) {
+        return Ok(None);
+    }
+    let reference: Option<Output> = match langs.iter().find(|l| l.name == "c") {
+        Some(c) => c.verify.clone(),
+        None => scimark::build("c", &bopts)
+            .ok()
+            .and_then(|b| scimark::run(&b, &vopts, &ctx).ok())
+            .map(|(o, _)| o),
+    };
+    for l in &mut langs {
+        let Some(out) = &l.verify else { continue };
+        let check = match &reference {
+            Some(r) => scimark::agree(r, out),
+            None => scimark::self_check(out),
+        };
+        if let Err(e) = check {
+            l.error = Some(format!("{}: verification failed: {e}", l.name));
+        }
+    }
+    for e in langs.iter().filter_map(|l| l.error.as_ref()) {
+        eprintln!("error: {e}");
+    }
+    Ok(Some(langs))
+}
+
+/// The timed rounds as an experiment file: the matrix is the verified languages, the
+/// workload `kind = "scimark"` with this command's options.
+fn experiment_file(a: &ScimarkArgs, langs: &[&str]) -> String {
+    let q = |s: &str| toml::Value::String(s.to_string()).to_string();
+    let list = |v: &[&str]| {
+        format!(
+            "[{}]",
+            v.iter().map(|s| q(s)).collect::<Vec<_>>().join(", ")
+        )
+    };
+    let mut w = vec![
+        "kind = \"scimark\"".to_string(),
+        "lang = \"{lang}\"".to_string(),
+        "size = \"{size}\"".to_string(),
+        format!("min_time = {:?}", a.min_time),
+        format!("cflags = {}", q(&a.cflags)),
+    ];
+    if let Some(f) = &a.jvm_flags {
+        w.push(format!("jvm_flags = {}", q(f)));
+    }
+    if let Some(j) = &a.java {
+        w.push(format!("java = {}", q(j)));
+    }
+    if let Some(k) = &a.kernels {
+        let k: Vec<&str> = k.iter().map(String::as_str).collect();
+        w.push(format!("kernels = {}", list(&k)));
+    }
+    format!(
+        "[experiment]\nname = {}\nrepetitions = {}\nwarmup = 0\norder = \"interleaved\"\nnoise_check = false\n\n\
+         [matrix]\nlang = {}\nsize = [{}]\n\n[workload]\n{}\n",
+        q(&format!("scimark {}", a.lang.join(","))),
+        a.repeat,
+        list(langs),
+        q(if a.large { "large" } else { "default" }),
+        w.join("\n")
+    )
+}
