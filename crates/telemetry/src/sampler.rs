@@ -19,8 +19,9 @@ pub const MIN_INTERVAL: Duration = Duration::from_millis(50);
 /// Parses a sampling interval (`1s`, `250ms`, `1m30s`) and checks it is at least
 /// [`MIN_INTERVAL`]: the one rule for `[monitor] interval` and `perflab top --interval`.
 pub fn parse_interval(s: &str) -> Result<Duration, TelemetryError> {
-    let d = humantime::parse_duration(s.trim())
-        .map_err(|_| TelemetryError::BadInterval(s.to_string()))?;
+    // perflab's one duration grammar (crates/units).
+    let d =
+        perflab_units::parse_duration(s).map_err(|_| TelemetryError::BadInterval(s.to_string()))?;
     if d < MIN_INTERVAL {
         return Err(TelemetryError::IntervalTooShort(d));
     }
@@ -183,6 +184,8 @@ mod tests {
         assert!(e.to_string().contains("shortest is 50ms"), "{e}");
         let e = parse_interval("fast").unwrap_err();
         assert!(e.to_string().contains("invalid interval `fast`"), "{e}");
-        assert!(parse_interval("1").is_err());
+        // The one grammar: a bare number is seconds, as for every other duration.
+        assert_eq!(parse_interval("1").unwrap(), Duration::from_secs(1));
+        assert_eq!(parse_interval("2.5s").unwrap(), Duration::from_millis(2500));
     }
 }

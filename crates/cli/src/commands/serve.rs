@@ -66,31 +66,14 @@ fn parse_strategy(s: &str) -> Result<Strategy, String> {
     s.parse().map_err(|e: ServeError| e.to_string())
 }
 
-/// `10s`, `500ms`, `1.5s`, `2m`, `1h`, or a bare number of seconds.
+/// `--timeout`: perflab's one duration grammar (`10s`, `500ms`, `1m30s`, a bare number
+/// of seconds), longer than zero.
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration (expected e.g. 10s, 500ms, 2m)"))?;
-    let secs = match unit.trim() {
-        "" | "s" => value,
-        "ms" => value / 1000.0,
-        "m" | "min" => value * 60.0,
-        "h" => value * 3600.0,
-        u => {
-            return Err(format!(
-                "unknown unit {u:?} in {s:?} (expected ms, s, m or h)"
-            ))
-        }
-    };
-    if !secs.is_finite() || secs <= 0.0 || secs >= 1e9 {
+    let d = perflab_units::parse_duration(s).map_err(|e| e.to_string())?;
+    if d.is_zero() {
         return Err(format!("{s:?}: the timeout must be longer than zero"));
     }
-    Ok(Duration::from_secs_f64(secs))
+    Ok(d)
 }
 
 /// The signals that stop the server, blocked on this thread and inherited by workers.
@@ -197,6 +180,8 @@ mod tests {
         assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
         assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("2.5s"), Ok(Duration::from_millis(2500)));
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("ten").is_err());
         assert!(parse_duration("5 fortnights").is_err());

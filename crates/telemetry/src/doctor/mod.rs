@@ -310,19 +310,10 @@ pub const MIN_WATCH: Duration = Duration::from_millis(100);
 /// Parses `--watch`: a duration (`5s`, `500ms`, `1m`), a plain number of seconds, or
 /// `0` for static checks only.
 pub fn parse_watch(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    let d = if let Ok(secs) = t.parse::<f64>() {
-        if !secs.is_finite() || secs < 0.0 {
-            return Err(format!(
-                "invalid duration `{s}`: expected 0 or a duration such as 5s, 500ms, 1m"
-            ));
-        }
-        Duration::from_secs_f64(secs)
-    } else {
-        humantime::parse_duration(t).map_err(|_| {
-            format!("invalid duration `{s}`: expected 0 or a duration such as 5s, 500ms, 1m")
-        })?
-    };
+    // perflab's one duration grammar (crates/units).
+    let d = perflab_units::parse_duration(s).map_err(|_| {
+        format!("invalid duration `{s}`: expected 0 or a duration such as 5s, 500ms, 1m30s")
+    })?;
     if !d.is_zero() && d < MIN_WATCH {
         return Err(format!(
             "watch {d:?} is too short: the shortest is 100ms (0 = static checks only)"
@@ -396,6 +387,7 @@ mod tests {
         assert_eq!(parse_watch("5").unwrap(), Duration::from_secs(5));
         assert_eq!(parse_watch("1.5").unwrap(), Duration::from_millis(1500));
         assert_eq!(parse_watch("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_watch("1m30s").unwrap(), Duration::from_secs(90));
         assert!(parse_watch("10ms").unwrap_err().contains("too short"));
         assert!(parse_watch("soon")
             .unwrap_err()
