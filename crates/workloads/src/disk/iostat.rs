@@ -1,8 +1,8 @@
 //! The `iostat -x` figures of one device over an interval, computed as sysstat does
 //! from two reads of `/proc/diskstats`.
 //!
-//! Deliberately small and local: the disk workload only needs one device's deltas over
-//! one interval, and it must not wait for the telemetry crate's samplers. Formulas are
+//! The counters are read by telemetry's `/proc/diskstats` parser and the rates computed
+//! by its `iostat` (no sampler: the disk workload reads one device twice). Formulas are
 //! those of sysstat's `compute_ext_disk_stats` (iostat.c / common.c): rates are deltas
 //! over the interval, sectors are 512 bytes whatever the device's block size, `await`
 //! is (read + write + discard ticks) / (read + write + discard I/Os), `aqu-sz` is the
@@ -11,53 +11,15 @@
 
 use serde::Serialize;
 
-/// One line of `/proc/diskstats`. Discard and flush counters exist from Linux 4.18 and
-/// 5.5; older kernels leave them at zero.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct DiskStats {
-    pub rd_ios: u64,
-    pub rd_merges: u64,
-    pub rd_sectors: u64,
-    pub rd_ticks: u64,
-    pub wr_ios: u64,
-    pub wr_merges: u64,
-    pub wr_sectors: u64,
-    pub wr_ticks: u64,
-    pub in_flight: u64,
-    pub io_ticks: u64,
-    pub time_in_queue: u64,
-    pub dc_ios: u64,
-    pub dc_merges: u64,
-    pub dc_sectors: u64,
-    pub dc_ticks: u64,
-}
+/// One line of `/proc/diskstats`, read by telemetry's parser (the one in perflab).
+pub use perflab_telemetry::disk::DiskStats;
 
 /// Finds `device` in the text of `/proc/diskstats`.
 pub fn parse_line(text: &str, device: &str) -> Option<DiskStats> {
-    text.lines().find_map(|line| {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() < 14 || f[2] != device {
-            return None;
-        }
-        let n = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-        Some(DiskStats {
-            rd_ios: n(3),
-            rd_merges: n(4),
-            rd_sectors: n(5),
-            rd_ticks: n(6),
-            wr_ios: n(7),
-            wr_merges: n(8),
-            wr_sectors: n(9),
-            wr_ticks: n(10),
-            in_flight: n(11),
-            io_ticks: n(12),
-            time_in_queue: n(13),
-            dc_ios: n(14),
-            dc_merges: n(15),
-            dc_sectors: n(16),
-            dc_ticks: n(17),
-        })
-    })
+    perflab_telemetry::disk::parse_diskstats(text)
+        .ok()?
+        .into_iter()
+        .find(|d| d.name == device)
 }
 
 /// Reads `device`'s counters now (`None` when the device or the file is missing).
@@ -101,36 +63,25 @@ pub struct Iostat {
     pub interval_s: f64,
 }
 
-/// The figures between two snapshots `seconds` apart (counter wraps read as zero).
+/// The figures between two snapshots `seconds` apart: telemetry's `iostat -x`
+/// rates (sysstat's formulas, in one place), with this interval's counts beside them.
 pub fn delta(before: &DiskStats, after: &DiskStats, seconds: f64) -> Iostat {
-    let d = |a: u64, b: u64| b.saturating_sub(a) as f64;
-    let itv = if seconds > 0.0 { seconds } else { f64::NAN };
-    let rd = d(before.rd_ios, after.rd_ios);
-    let wr = d(before.wr_ios, after.wr_ios);
-    let dc = d(before.dc_ios, after.dc_ios);
-    let ios = rd + wr + dc;
-    let ratio = |num: f64, den: f64| if den > 0.0 { num / den } else { 0.0 };
-    let rd_ticks = d(before.rd_ticks, after.rd_ticks);
-    let wr_ticks = d(before.wr_ticks, after.wr_ticks);
-    let dc_ticks = d(before.dc_ticks, after.dc_ticks);
-    let sectors = d(before.rd_sectors, after.rd_sectors)
-        + d(before.wr_sectors, after.wr_sectors)
-        + d(before.dc_sectors, after.dc_sectors);
+    let r = perflab_telemetry::disk::iostat(before, after, seconds);
     Iostat {
-        r_s: rd / itv,
-        rkb_s: d(before.rd_sectors, after.rd_sectors) / 2.0 / itv,
-        rrqm_s: d(before.rd_merges, after.rd_merges) / itv,
-        w_s: wr / itv,
-        wkb_s: d(before.wr_sectors, after.wr_sectors) / 2.0 / itv,
-        wrqm_s: d(before.wr_merges, after.wr_merges) / itv,
-        aqu_sz: d(before.time_in_queue, after.time_in_queue) / 1000.0 / itv,
-        await_ms: ratio(rd_ticks + wr_ticks + dc_ticks, ios),
-        r_await: ratio(rd_ticks, rd),
-        w_await: ratio(wr_ticks, wr),
-        areq_sz: ratio(sectors / 2.0, ios),
-        util: (d(before.io_ticks, after.io_ticks) / 10.0 / itv).min(100.0),
-        reads: rd as u64,
-        writes: wr as u64,
+        r_s: r.r_s,
+        rkb_s: r.rkb_s,
+        rrqm_s: r.rrqm_s,
+        w_s: r.w_s,
+        wkb_s: r.wkb_s,
+        wrqm_s: r.wrqm_s,
+        aqu_sz: r.aqu_sz,
+        await_ms: r.r#await,
+        r_await: r.r_await,
+        w_await: r.w_await,
+        areq_sz: r.areq_sz,
+        util: r.util.min(100.0),
+        reads: after.rd_ios.saturating_sub(before.rd_ios),
+        writes: after.wr_ios.saturating_sub(before.wr_ios),
         read_bytes: after.rd_sectors.saturating_sub(before.rd_sectors) * 512,
         written_bytes: after.wr_sectors.saturating_sub(before.wr_sectors) * 512,
         interval_s: seconds,
@@ -171,7 +122,7 @@ mod tests {
             wr_ticks: 400,
             io_ticks: 1500,
             time_in_queue: 3000,
-            ..a
+            ..a.clone()
         };
         let x = delta(&a, &b, 2.0);
         assert_eq!(x.w_s, 100.0);
