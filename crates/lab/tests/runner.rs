@@ -131,6 +131,7 @@ impl Bench {
             resume,
             retry_failed: retry,
             scratch: Some(self.scratch.path().to_path_buf()),
+            ..Default::default()
         };
         let flag = Arc::new(AtomicBool::new(false));
         let factory = FakeFactory(fake.clone());
