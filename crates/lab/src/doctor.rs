@@ -3,8 +3,9 @@
 //! experiment.
 //!
 //! The rules are `perflab_telemetry::doctor` (pure functions over two observations).
-//! Around a trial the runner takes one [`Observation`] just before the workload starts
-//! and one just after it ends ([`TrialDoctor`]), so the sampled rules — listen
+//! Around a trial the runner takes one observation just before the workload starts
+//! and one just after it ends ([`TrialDoctor`]), polling the accept queues in between
+//! with the same watch as `perflab doctor --watch` (telemetry's), so the sampled rules — listen
 //! overflows, retransmits, softnet drops, CLOSE_WAIT held, swapping — cover exactly the
 //! measured part of the trial, and the static ones say what the host looked like while
 //! it ran. A trial keeps the diagnosis only when it found something of severity `warn`
@@ -26,7 +27,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use perflab_store::ArtifactData;
-use perflab_telemetry::doctor::{diagnose, Context, Diagnosis, Observation, Severity, Source};
+use perflab_telemetry::doctor::watch::{Watch as DoctorWatch, POLL};
+use perflab_telemetry::doctor::{diagnose, Context, Diagnosis, Severity, Source};
 use perflab_telemetry::Notes;
 use perflab_workloads::{Measurement, MetricValue};
 
@@ -85,9 +87,10 @@ pub struct TrialDoctor {
     told: bool,
 }
 
-/// The first observation of a trial, waiting for the second.
+/// The first observation of a trial, waiting for the second (telemetry's doctor watch,
+/// which also polls the accept queues in between, as `perflab doctor --watch` does).
 pub struct Watch {
-    before: Option<Observation>,
+    inner: Option<DoctorWatch>,
     pid: Option<i32>,
     clock: Instant,
     notes: Notes,
@@ -124,9 +127,11 @@ impl TrialDoctor {
     pub fn start(&mut self, pid: Option<i32>) -> Watch {
         let src = self.source(pid, false);
         let mut notes = Notes::default();
-        let before = observe(&src, 0.0, &mut notes);
+        // A fixture has no live sockets to poll.
+        let poll = self.roots.is_none().then_some(POLL);
+        let inner = guarded(&src, &mut notes, |n| DoctorWatch::start(&src, poll, n));
         Watch {
-            before,
+            inner,
             pid,
             clock: Instant::now(),
             notes,
@@ -143,14 +148,15 @@ impl TrialDoctor {
     /// [`TrialDoctor::finish`] with the second observation `secs` after the first.
     fn finish_after(&mut self, w: Watch, secs: f64, obs: &dyn Observer) -> Option<ArtifactData> {
         let Watch {
-            before,
+            inner,
             pid,
             mut notes,
             ..
         } = w;
-        let after = observe(&self.source(pid, true), secs, &mut notes);
-        let d = match (&before, &after) {
-            (Some(b), Some(a)) => {
+        let src = self.source(pid, true);
+        let pair = inner.and_then(|iw| guarded(&src, &mut notes, |n| iw.finish_at(&src, secs, n)));
+        let d = match &pair {
+            Some((b, a)) => {
                 let ctx = Context { pid, ..self.ctx };
                 let d = catch_unwind(AssertUnwindSafe(|| diagnose(b, a, &ctx)));
                 if d.is_err() {
@@ -173,9 +179,9 @@ impl TrialDoctor {
     }
 }
 
-/// One observation; a panic while reading is a note, never the trial's failure.
-fn observe(src: &Source, at: f64, notes: &mut Notes) -> Option<Observation> {
-    let r = catch_unwind(AssertUnwindSafe(|| Observation::read(src, at, notes)));
+/// Reading `src`; a panic while reading is a note, never the trial's failure.
+fn guarded<T>(src: &Source, notes: &mut Notes, read: impl FnOnce(&mut Notes) -> T) -> Option<T> {
+    let r = catch_unwind(AssertUnwindSafe(|| read(notes)));
     if r.is_err() {
         notes.warnings.push(format!(
             "reading {} failed (panicked)",
@@ -297,11 +303,11 @@ mod tests {
     fn observation_cost() {
         let src = Source::live(None);
         let mut notes = Notes::default();
-        let _ = Observation::read(&src, 0.0, &mut notes);
+        let _ = perflab_telemetry::doctor::Observation::read(&src, 0.0, &mut notes);
         let n = 50;
         let t = Instant::now();
         for i in 0..n {
-            let _ = Observation::read(&src, i as f64, &mut notes);
+            let _ = perflab_telemetry::doctor::Observation::read(&src, i as f64, &mut notes);
         }
         let per = t.elapsed().as_secs_f64() / n as f64;
         eprintln!("one doctor observation: {:.2} ms (mean of {n})", per * 1e3);

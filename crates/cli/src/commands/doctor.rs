@@ -9,15 +9,14 @@
 //! (`perflab_lab::doctor` builds it), after the findings are printed, so a host whose
 //! store cannot be written still gets them.
 
-use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use perflab_telemetry::doctor::{
-    self, diag, diagnose, parse_watch, Context, Diagnosis, Finding, Observation, Severity, Source,
+    self, diagnose, parse_watch, Context, Diagnosis, Finding, Severity, Source,
 };
 use perflab_telemetry::Notes;
 use serde_json::json;
@@ -83,9 +82,6 @@ pub struct DoctorArgs {
     pub json: bool,
 }
 
-/// How often the listeners' accept queues are read during the watch.
-const POLL: Duration = Duration::from_millis(200);
-
 pub fn run(g: &crate::Global, a: &DoctorArgs) -> anyhow::Result<ExitCode> {
     let watch = parse_watch(&a.watch).map_err(|e| InvalidInput(format!("--watch: {e}")))?;
     if let Some(pid) = a.pid {
@@ -103,49 +99,26 @@ pub fn run(g: &crate::Global, a: &DoctorArgs) -> anyhow::Result<ExitCode> {
     };
     let src = Source::live(a.pid);
     let mut notes = Notes::default();
-    let clock = Instant::now();
-    let before = Observation::read(&src, 0.0, &mut notes);
-    let after = if watch.is_zero() {
-        before.clone()
+    // The same watch as the per-trial doctor's: accept queues polled in between.
+    let poll = (!watch.is_zero()).then_some(doctor::watch::POLL);
+    let w = doctor::watch::Watch::start(&src, poll, &mut notes);
+    if !watch.is_zero() && !g.quiet && std::io::stderr().is_terminal() {
+        eprintln!(
+            "watching the counters for {} (Ctrl-C stops)…",
+            humanize(watch)
+        );
+    }
+    while w.elapsed() < watch {
+        if stop.load(Ordering::SeqCst) {
+            return Ok(ExitCode::from(INTERRUPTED));
+        }
+        std::thread::sleep(Duration::from_millis(50).min(watch.saturating_sub(w.elapsed())));
+    }
+    let (before, after) = if watch.is_zero() {
+        let (before, _) = w.finish_at(&src, 0.0, &mut notes);
+        (before.clone(), before)
     } else {
-        if !g.quiet && std::io::stderr().is_terminal() {
-            eprintln!(
-                "watching the counters for {} (Ctrl-C stops)…",
-                humanize(watch)
-            );
-        }
-        // Peak accept-queue length per listener (by inode), from the first reading on.
-        let mut peaks: HashMap<u64, diag::DiagSocket> = HashMap::new();
-        for l in before.sockets.iter().flat_map(|t| &t.listeners) {
-            peaks.insert(
-                l.inode,
-                diag::DiagSocket {
-                    state: diag::TCP_LISTEN,
-                    local_port: l.port,
-                    inode: l.inode,
-                    rqueue: l.queue,
-                    wqueue: l.backlog,
-                },
-            );
-        }
-        while clock.elapsed() < watch {
-            if stop.load(Ordering::SeqCst) {
-                return Ok(ExitCode::from(INTERRUPTED));
-            }
-            std::thread::sleep(POLL.min(watch.saturating_sub(clock.elapsed())));
-            if let Ok(rows) = diag::dump() {
-                for r in rows.into_iter().filter(|r| r.state == diag::TCP_LISTEN) {
-                    let e = peaks.entry(r.inode).or_insert(r);
-                    e.rqueue = e.rqueue.max(r.rqueue);
-                }
-            }
-        }
-        let mut after = Observation::read(&src, clock.elapsed().as_secs_f64(), &mut notes);
-        if let Some(t) = after.sockets.as_mut() {
-            let polled: Vec<_> = peaks.into_values().collect();
-            t.absorb(&polled);
-        }
-        after
+        w.finish(&src, &mut notes)
     };
     if !g.quiet {
         let mut seen = std::collections::BTreeSet::new();

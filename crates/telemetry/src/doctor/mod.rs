@@ -35,6 +35,7 @@ mod net_sampled;
 mod net_static;
 pub mod observe;
 mod sampled;
+pub mod watch;
 
 use std::time::Duration;
 
