@@ -84,3 +84,58 @@ pub fn resume_error(e: perflab_lab::resume::ResumeError) -> anyhow::Error {
         ResumeError::Store(s) => s.into(),
     }
 }
+
+/// A library message in a command's own words: the libraries name the field they
+/// checked in backticks (`` `find_max` ``, as an experiment file spells it); on the
+/// command line that is the flag (`--find-max`), or the short flag `short` lists for it.
+pub fn as_flags(message: &str, short: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(start) = rest.find('`') {
+        let after = &rest[start + 1..];
+        let Some(len) = after.find('`') else { break };
+        let name = &after[..len];
+        let is_field = !name.is_empty()
+            && name.starts_with(|c: char| c.is_ascii_lowercase())
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        out.push_str(&rest[..start]);
+        if is_field {
+            match short.iter().find(|(f, _)| *f == name) {
+                Some((_, flag)) => out.push_str(flag),
+                None => {
+                    out.push_str("--");
+                    out.push_str(&name.replace('_', "-"));
+                }
+            }
+        } else {
+            out.push_str(&rest[start..start + len + 2]);
+        }
+        rest = &after[len + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::as_flags;
+
+    #[test]
+    fn fields_become_flags() {
+        assert_eq!(
+            as_flags("`find_max` needs an SLO, like `slo` 'p99<20ms'", &[]),
+            "--find-max needs an SLO, like --slo 'p99<20ms'"
+        );
+        assert_eq!(
+            as_flags(
+                "a request count (`requests`) with `rate`",
+                &[("requests", "-n")]
+            ),
+            "a request count (-n) with --rate"
+        );
+        assert_eq!(as_flags("quote `P99 < 2`", &[]), "quote `P99 < 2`");
+        assert_eq!(as_flags("odd ` tick", &[]), "odd ` tick");
+    }
+}

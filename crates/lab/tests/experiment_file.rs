@@ -137,3 +137,21 @@ fn a_table_kind_error_names_the_key_where_it_is_written() {
     assert!(err.starts_with("s.toml:4:"), "{err}");
     assert!(err.contains("lang") && err.contains("python"), "{err}");
 }
+
+#[test]
+fn library_errors_name_the_field_not_a_command_line_flag() {
+    let disk = "[experiment]\n[workload]\nkind = \"disk\"\npath = \"/tmp\"\nmode = \"write\"\nbs = \"0\"\n";
+    let err = Experiment::parse(Path::new("d.toml"), disk)
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("d.toml:6:"), "{err}");
+    assert!(err.contains("`bs` 0") && !err.contains("--bs"), "{err}");
+    let http = "[experiment]\n[workload]\nkind = \"http\"\nurls = [\"http://127.0.0.1:1/\"]\nfind_max = true\n";
+    let err = Experiment::parse(Path::new("h.toml"), http)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("`find_max` needs an SLO") && !err.contains("--"),
+        "{err}"
+    );
+}

@@ -81,7 +81,7 @@ pub enum LoadError {
     HdrLog { path: PathBuf, reason: String },
     /// `--io uring` was asked for and this kernel (or sandbox) does not allow it.
     #[error(
-        "io_uring is not available: {0} (run with --io epoll, or --io auto to fall back to it)"
+        "io_uring is not available: {0} (run with `io` epoll, or `io` auto to fall back to it)"
     )]
     Uring(String),
     /// A worker thread panicked (a bug: please report it).

@@ -60,7 +60,7 @@ pub(crate) fn run(
     ctx: &mut RunContext<'_>,
 ) -> Result<Report, LoadError> {
     let slo = spec.slo.as_ref().ok_or_else(|| {
-        SpecError::Conflict("--find-max needs an SLO, like --slo 'p99<20ms'".into())
+        SpecError::Conflict("`find_max` needs an SLO, like `slo` 'p99<20ms'".into())
     })?;
     let ceiling = spec.ramp.as_ref().map(|r| r.end);
     let mut rate = spec

@@ -79,13 +79,13 @@ pub fn uring_support() -> Result<(), String> {
 pub(crate) fn uring_misfit(spec: &LoadSpec, tls: bool) -> Option<&'static str> {
     if !spec.is_closed_loop() {
         Some(
-            "--io uring runs closed-loop load only; the open loop (--rate, --find-max, a ramp \
-             over the rate) runs on epoll (use --io auto or --io epoll)",
+            "`io` uring runs closed-loop load only; the open loop (`rate`, `find_max`, a ramp \
+             over the rate) runs on epoll (use `io` auto or `io` epoll)",
         )
     } else if tls {
         Some(
-            "--io uring speaks plain http:// only; https:// runs on epoll (use --io auto or \
-             --io epoll)",
+            "`io` uring speaks plain http:// only; https:// runs on epoll (use `io` auto or \
+             `io` epoll)",
         )
     } else {
         None

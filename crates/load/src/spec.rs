@@ -290,35 +290,35 @@ impl LoadSpec {
         }
         if !self.is_closed_loop() && self.pipeline > 1 {
             return Err(SpecError::Conflict(
-                "pipelining is for closed-loop runs only (drop --pipeline or --rate)".into(),
+                "pipelining is for closed-loop runs only (drop `pipeline` or `rate`)".into(),
             ));
         }
         if self.rate.is_some() && self.requests.is_some() {
             return Err(SpecError::Conflict(
-                "a request count (-n) is for closed-loop runs; use a duration (-d) with --rate"
+                "a request count (`requests`) is for closed-loop runs; use a duration (`duration`) with `rate`"
                     .into(),
             ));
         }
         if self.find_max && self.slo.is_none() {
             return Err(SpecError::Conflict(
-                "--find-max needs an SLO, like --slo 'p99<20ms'".into(),
+                "`find_max` needs an SLO, like `slo` 'p99<20ms'".into(),
             ));
         }
         if (self.find_max || self.ramp.is_some()) && self.requests.is_some() {
             return Err(SpecError::Conflict(
-                "a request count (-n) cannot be combined with --ramp or --find-max".into(),
+                "a request count (`requests`) cannot be combined with `ramp` or `find_max`".into(),
             ));
         }
         if self.insecure && self.cacert.is_some() {
             return Err(SpecError::Conflict(
-                "--insecure skips certificate verification, so --cacert would be ignored: \
+                "`insecure` skips certificate verification, so `cacert` would be ignored: \
                  give one of them"
                     .into(),
             ));
         }
         if self.find_max && matches!(&self.ramp, Some(r) if r.over == RampOver::Connections) {
             return Err(SpecError::Conflict(
-                "--find-max searches a rate; it cannot ramp connections".into(),
+                "`find_max` searches a rate; it cannot ramp connections".into(),
             ));
         }
         if self.io == IoChoice::Uring {

@@ -383,7 +383,7 @@ fn https_on_io_uring_is_an_input_error() {
         ..LoadSpec::new("https://127.0.0.1:1/")
     };
     let err = direct.validate().unwrap_err().to_string();
-    assert!(err.contains("https") && err.contains("--io"), "{err}");
+    assert!(err.contains("https") && err.contains("`io`"), "{err}");
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("urls.txt");
     std::fs::write(&file, "http://127.0.0.1:1/\nhttps://127.0.0.1:1/\n").unwrap();

@@ -195,7 +195,7 @@ fn open_for_io(spec: &DiskSpec, t: &target::Target) -> Result<std::fs::File, Dis
         .open(&t.path)
         .map_err(|e| match e.raw_os_error() {
             Some(libc::EINVAL) if spec.direct => DiskError::Invalid(format!(
-                "the file system{} at {} does not support O_DIRECT: drop --direct or use another directory",
+                "the file system{} at {} does not support O_DIRECT: drop `direct` or use another directory",
                 t.fs_type.as_deref().map(|f| format!(" ({f})")).unwrap_or_default(),
                 t.path.display()
             )),
@@ -221,7 +221,7 @@ fn problem_of(
     let first = out.ios == 0 && !enospc;
     if let Some(e) = out.error.take_if(|_| first) {
         let hint = if spec.direct && e.raw_os_error() == Some(libc::EINVAL) {
-            " (O_DIRECT refused the I/O: the file system may need a larger alignment; try --bs 4k)"
+            " (O_DIRECT refused the I/O: the file system may need a larger alignment; try `bs` 4k)"
         } else {
             ""
         };

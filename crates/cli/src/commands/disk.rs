@@ -139,15 +139,20 @@ pub fn run(g: &Global, a: &DiskArgs) -> anyhow::Result<ExitCode> {
             a.path.display()
         );
     }
-    let report = match disk::run(&spec, &ctl) {
+    let mut report = match disk::run(&spec, &ctl) {
         Ok(r) => r,
         Err(DiskError::Interrupted) => {
             eprintln!("interrupted: nothing was recorded; the file was removed");
             return Ok(ExitCode::from(INTERRUPTED));
         }
         Err(e @ DiskError::Invalid(_)) => return Err(invalid(e)),
-        Err(e) => return Err(anyhow::Error::new(e).context("cannot run the disk test")),
+        Err(e) => {
+            let e = crate::exit::as_flags(&e.describe(), &[]);
+            return Err(anyhow::anyhow!(e).context("cannot run the disk test"));
+        }
     };
+    // What the library said names its fields; this command's users know them as flags.
+    report.problem = report.problem.map(|p| crate::exit::as_flags(&p, &[]));
     let mut out = std::io::stdout().lock();
     if a.json {
         serde_json::to_writer_pretty(&mut out, &report)?;
@@ -193,9 +198,10 @@ fn record(g: &Global, spec: &DiskSpec, r: &DiskReport) -> anyhow::Result<RunId> 
     Ok(perflab_lab::record::one_shot(&store, shot)?)
 }
 
+/// The disk library names the fields it checked (`bs`); here they are flags (`--bs`).
 fn invalid(e: DiskError) -> anyhow::Error {
     anyhow::Error::new(InvalidInput(format!(
         "{} (see `perflab disk --help`)",
-        e.describe()
+        crate::exit::as_flags(&e.describe(), &[])
     )))
 }

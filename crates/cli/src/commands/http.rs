@@ -223,7 +223,10 @@ pub fn run(g: &crate::Global, args: &HttpArgs) -> anyhow::Result<ExitCode> {
     let report = match perflab_load::run_with(&spec, &mut observer) {
         Ok(r) => r,
         Err(LoadError::Spec(e)) => return Err(invalid(e)),
-        Err(e) => return Err(anyhow::Error::new(e).context("cannot run the load test")),
+        Err(e) => {
+            let e = crate::exit::as_flags(&e.to_string(), SHORT);
+            return Err(anyhow::anyhow!(e).context("cannot run the load test"));
+        }
     };
     observer.clear();
     let run_id =
@@ -280,8 +283,14 @@ pub fn record_into_store(
     Ok(id)
 }
 
+/// The flags the load library's field names stand for, where they are not `--field`.
+const SHORT: &[(&str, &str)] = &[("requests", "-n"), ("duration", "-d")];
+
 fn invalid(e: impl std::fmt::Display) -> anyhow::Error {
-    anyhow::Error::new(InvalidInput(format!("{e} (see `perflab http --help`)")))
+    anyhow::Error::new(InvalidInput(format!(
+        "{} (see `perflab http --help`)",
+        crate::exit::as_flags(&e.to_string(), SHORT)
+    )))
 }
 
 /// One line per second on stderr, rewritten in place; one line per finished step.

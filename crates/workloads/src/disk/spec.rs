@@ -313,67 +313,67 @@ impl DiskSpec {
         }
         let bs = self.bs.0;
         if bs == 0 {
-            return bad("--bs 0: the block size must be at least 1 byte (e.g. --bs 4k)".into());
+            return bad("`bs` 0: the block size must be at least 1 byte (e.g. `bs` 4k)".into());
         }
         if bs > MAX_BS {
             return bad(format!(
-                "--bs {}: the block size can be at most 1G",
+                "`bs` {}: the block size can be at most 1G",
                 self.bs
             ));
         }
         if self.count.is_some() && self.size.is_some() {
-            return bad("give --size or --count, not both".into());
+            return bad("give `size` or `count`, not both".into());
         }
         if self.count == Some(0) {
-            return bad("--count 0: nothing to do; give at least 1".into());
+            return bad("`count` 0: nothing to do; give at least 1".into());
         }
         if let Some(size) = self.size {
             if size.0 == 0 {
-                return bad("--size 0: nothing to do (e.g. --size 256M)".into());
+                return bad("`size` 0: nothing to do (e.g. `size` 256M)".into());
             }
             if size.0 % bs != 0 {
                 return bad(format!(
-                    "--size {} ({} bytes) is not a multiple of --bs {} ({bs} bytes): use --count N or a size of N × bs",
+                    "`size` {} ({} bytes) is not a multiple of `bs` {} ({bs} bytes): use `count` N or a size of N × bs",
                     size, size.0, self.bs
                 ));
             }
         } else if self.count.is_none() && DEFAULT_SIZE % bs != 0 {
             return bad(format!(
-                "--bs {} does not divide the default size 1G: give --size or --count",
+                "`bs` {} does not divide the default size 1G: give `size` or `count`",
                 self.bs
             ));
         }
         if self.ios().checked_mul(bs).is_none() {
-            return bad("--count × --bs overflows 64 bits".into());
+            return bad("`count` × `bs` overflows 64 bits".into());
         }
         if self.iodepth == 0 || self.iodepth > MAX_IODEPTH {
             return bad(format!(
-                "--iodepth {}: expected 1 to {MAX_IODEPTH}",
+                "`iodepth` {}: expected 1 to {MAX_IODEPTH}",
                 self.iodepth
             ));
         }
         let write = self.mode.is_write();
         if !write && self.dsync {
             return bad(format!(
-                "--dsync only applies to writes (mode {} reads)",
+                "`dsync` only applies to writes (mode {} reads)",
                 self.mode
             ));
         }
         if !write && self.fdatasync_end {
             return bad(format!(
-                "--fdatasync-end only applies to writes (mode {} reads)",
+                "`fdatasync_end` only applies to writes (mode {} reads)",
                 self.mode
             ));
         }
         if write && self.cached {
             return bad(format!(
-                "--cached only applies to read modes (mode {} writes)",
+                "`cached` only applies to read modes (mode {} writes)",
                 self.mode
             ));
         }
         if self.cached && self.direct {
             return bad(
-                "--cached and --direct contradict: O_DIRECT bypasses the page cache".into(),
+                "`cached` and `direct` contradict: O_DIRECT bypasses the page cache".into(),
             );
         }
         Ok(())
@@ -456,25 +456,25 @@ mod tests {
     fn bad_combinations_are_refused_with_the_flag_named() {
         let mut s = DiskSpec::new("/tmp");
         s.bs = ByteSize(0);
-        assert!(invalid(&s).contains("--bs 0"));
+        assert!(invalid(&s).contains("`bs` 0"));
         let mut s = DiskSpec::new("/tmp");
         s.bs = ByteSize(16384);
         s.size = Some(ByteSize(1000));
-        assert!(invalid(&s).contains("not a multiple of --bs"));
+        assert!(invalid(&s).contains("not a multiple of `bs`"));
         let mut s = DiskSpec::new("/tmp");
         s.size = Some(ByteSize(1 << 20));
         s.count = Some(2);
         assert!(invalid(&s).contains("not both"));
         let mut s = DiskSpec::new("/tmp");
         s.cached = true;
-        assert!(invalid(&s).contains("--cached"));
+        assert!(invalid(&s).contains("`cached`"));
         let mut s = DiskSpec::new("/tmp");
         s.mode = Mode::Read;
         s.fdatasync_end = true;
-        assert!(invalid(&s).contains("--fdatasync-end"));
+        assert!(invalid(&s).contains("`fdatasync_end`"));
         let mut s = DiskSpec::new("/tmp");
         s.iodepth = 0;
-        assert!(invalid(&s).contains("--iodepth"));
+        assert!(invalid(&s).contains("`iodepth`"));
         let mut s = DiskSpec::new("/tmp");
         s.bs = ByteSize(1000);
         assert!(invalid(&s).contains("default size"));

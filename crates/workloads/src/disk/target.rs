@@ -94,7 +94,7 @@ pub fn prepare(spec: &DiskSpec) -> Result<Target, DiskError> {
         .is_some_and(|m| m.file_type().is_block_device());
     if spec.i_know_this_destroys_data.is_some() && !is_blk {
         return bad(format!(
-            "--i-know-this-destroys-data is only for block devices, and {} is not one",
+            "`i_know_this_destroys_data` is only for block devices, and {} is not one",
             path.display()
         ));
     }
@@ -141,7 +141,7 @@ pub fn prepare(spec: &DiskSpec) -> Result<Target, DiskError> {
     match statx_dio_align(&created) {
         Some(0) if spec.direct => {
             return bad(format!(
-                "the file system at {} ({}) does not support O_DIRECT: drop --direct or use another directory",
+                "the file system at {} ({}) does not support O_DIRECT: drop `direct` or use another directory",
                 dir.display(),
                 fs_type.as_deref().unwrap_or("unknown")
             ))
@@ -233,7 +233,7 @@ fn prepare_device(spec: &DiskSpec, rdev: u64) -> Result<Target, DiskError> {
             .is_some_and(|m| m.file_type().is_block_device() && m.rdev() == rdev);
         if !allowed {
             return bad(format!(
-                "refusing to write to the block device {p}: it destroys the data on it; if that is what you want, add --i-know-this-destroys-data {p}",
+                "refusing to write to the block device {p}: it destroys the data on it; if that is what you want, add `i_know_this_destroys_data` {p}",
                 p = path.display()
             ));
         }
@@ -250,7 +250,7 @@ fn prepare_device(spec: &DiskSpec, rdev: u64) -> Result<Target, DiskError> {
         .map_err(|e| DiskError::io(format!("cannot open {}", path.display()), e))?;
     if spec.total_bytes() > size {
         return bad(format!(
-            "{} holds {size} bytes, less than the {} bytes asked for: lower --size or --count",
+            "{} holds {size} bytes, less than the {} bytes asked for: lower `size` or `count`",
             path.display(),
             spec.total_bytes()
         ));
@@ -281,7 +281,7 @@ fn check_alignment(spec: &DiskSpec, align: u32, what: &str) -> Result<(), DiskEr
     if spec.bs.0 % a != 0 {
         let up = spec.bs.0.div_ceil(a) * a;
         return Err(DiskError::Invalid(format!(
-            "--bs {} is not a multiple of {a} bytes, {what}: O_DIRECT needs sizes and offsets aligned to it; use e.g. --bs {up} or --bs 4k, or drop --direct",
+            "`bs` {} is not a multiple of {a} bytes, {what}: O_DIRECT needs sizes and offsets aligned to it; use e.g. `bs` {up} or `bs` 4k, or drop `direct`",
             spec.bs
         )));
     }
