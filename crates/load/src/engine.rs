@@ -13,10 +13,10 @@ use crate::observe::Observer;
 use crate::open::OpenLoop;
 use crate::record::{new_histogram, Msg, Totals};
 use crate::request::Prepared;
-use crate::series::{SecondMerger, SecondPoint};
+use crate::series::PhaseResult;
+use crate::series::SecondMerger;
 use crate::uring::UringDriver;
 use crate::worker::{Driver, Model, Worker, WorkerConfig};
-use hdrhistogram::Histogram;
 use std::sync::atomic::AtomicI64;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -35,17 +35,6 @@ pub(crate) struct Phase {
     pub connect_timeout: Duration,
     /// The I/O driver of the workers.
     pub io: Io,
-}
-
-/// What a phase measured.
-#[derive(Debug)]
-pub(crate) struct PhaseResult {
-    pub hist: Histogram<u64>,
-    pub hist_uncorrected: Option<Histogram<u64>>,
-    pub series: Vec<SecondPoint>,
-    pub totals: Totals,
-    /// Recorded wall time.
-    pub elapsed: Duration,
 }
 
 /// Shared context of the phases of one run.

@@ -6,11 +6,12 @@
 //! rate (a generator or server that cannot keep up does not pass). The report gives the
 //! highest passing rate (`max_rate`), the lowest failing one (`broke_at`) and every step.
 
-use crate::engine::{run_phase, Phase, PhaseResult, RunContext};
+use crate::engine::{run_phase, Phase, RunContext};
 use crate::error::{LoadError, SpecError};
 use crate::ramp::step_phase;
 use crate::report::{Mode, Report, Step};
 use crate::request::Prepared;
+use crate::series::PhaseResult;
 use crate::slo::Slo;
 use crate::spec::{LoadSpec, RampOver};
 use std::sync::Arc;

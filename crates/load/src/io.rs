@@ -21,32 +21,9 @@
 
 use crate::error::{LoadError, SpecError};
 use crate::request::Prepared;
-use crate::spec::LoadSpec;
+pub use crate::spec::IoChoice;
+use crate::spec::{uring_misfit, LoadSpec};
 use serde::Serialize;
-
-/// The I/O engine asked for (`--io`, or `io = "..."` in an experiment file).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum IoChoice {
-    /// io_uring where it can run and is allowed, epoll otherwise.
-    #[default]
-    Auto,
-    /// Always epoll.
-    Epoll,
-    /// Always io_uring (plain-http closed loop only).
-    Uring,
-}
-
-impl IoChoice {
-    /// Parses `auto`, `epoll` or `uring`.
-    pub fn parse(s: &str) -> Result<IoChoice, SpecError> {
-        match s.trim() {
-            "auto" => Ok(IoChoice::Auto),
-            "epoll" => Ok(IoChoice::Epoll),
-            "uring" | "io_uring" => Ok(IoChoice::Uring),
-            _ => Err(SpecError::value("io", s, "auto, epoll or uring")),
-        }
-    }
-}
 
 /// The I/O engine that ran (the report's `io`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -73,23 +50,6 @@ impl Io {
 /// or a sandbox forbids io_uring, or lacks a feature the driver needs). Probed once.
 pub fn uring_support() -> Result<(), String> {
     crate::uring::support()
-}
-
-/// Why a spec cannot run on io_uring whatever the kernel (`None`: it can).
-pub(crate) fn uring_misfit(spec: &LoadSpec, tls: bool) -> Option<&'static str> {
-    if !spec.is_closed_loop() {
-        Some(
-            "`io` uring runs closed-loop load only; the open loop (`rate`, `find_max`, a ramp \
-             over the rate) runs on epoll (use `io` auto or `io` epoll)",
-        )
-    } else if tls {
-        Some(
-            "`io` uring speaks plain http:// only; https:// runs on epoll (use `io` auto or \
-             `io` epoll)",
-        )
-    } else {
-        None
-    }
 }
 
 /// Picks the driver of a run.

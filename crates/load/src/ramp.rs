@@ -3,10 +3,11 @@
 //! connections. Every step is run on fresh connections and reported on its own; the
 //! run's totals merge all steps. Warm-up, if any, precedes the first step only.
 
-use crate::engine::{run_phase, Phase, PhaseResult, RunContext};
+use crate::engine::{run_phase, Phase, RunContext};
 use crate::error::LoadError;
 use crate::report::{Mode, Report};
 use crate::request::Prepared;
+use crate::series::PhaseResult;
 use crate::spec::{LoadSpec, Ramp, RampOver};
 use std::sync::Arc;
 

@@ -9,9 +9,9 @@
 
 use crate::conn::ErrorKind;
 use crate::cpu::SATURATION;
-use crate::engine::PhaseResult;
 use crate::io::Io;
 use crate::record::{new_histogram, Totals, STATUS_SLOTS};
+use crate::series::PhaseResult;
 use crate::series::SecondPoint;
 use crate::siege::Siege;
 use hdrhistogram::serialization::{Serializer, V2Serializer};

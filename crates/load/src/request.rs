@@ -7,8 +7,8 @@
 //! per run, see `tls`).
 
 use crate::error::SpecError;
-use crate::io::{uring_misfit, IoChoice};
 use crate::spec::LoadSpec;
+use crate::spec::{uring_misfit, IoChoice};
 use crate::tls::{client_config, server_name, TlsTarget};
 use crate::url::{Scheme, Target};
 use rustls::pki_types::ServerName;

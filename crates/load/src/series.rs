@@ -3,7 +3,7 @@
 //! interval histograms, and hands out the finished second (for the series, the live
 //! line and the interval log). Only unfinished seconds are held, so memory is bounded.
 
-use crate::record::{new_histogram, Tick};
+use crate::record::{new_histogram, Tick, Totals};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -129,4 +129,15 @@ impl SecondMerger {
             }
         }
     }
+}
+
+/// What a phase measured.
+#[derive(Debug)]
+pub(crate) struct PhaseResult {
+    pub hist: Histogram<u64>,
+    pub hist_uncorrected: Option<Histogram<u64>>,
+    pub series: Vec<SecondPoint>,
+    pub totals: Totals,
+    /// Recorded wall time.
+    pub elapsed: Duration,
 }

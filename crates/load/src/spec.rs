@@ -8,7 +8,6 @@
 //! different test). [`LoadSpec::validate`] checks every value before anything is sent.
 
 use crate::error::SpecError;
-use crate::io::{uring_misfit, IoChoice};
 use crate::slo::Slo;
 use crate::units::{check_rate, parse_duration, parse_fraction, parse_rate};
 use crate::url::{Scheme, Target};
@@ -491,6 +490,47 @@ impl TryFrom<RawSpec> for LoadSpec {
         };
         spec.validate()?;
         Ok(spec)
+    }
+}
+
+/// The I/O engine asked for (`io`, or `io = "..."` in an experiment file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IoChoice {
+    /// io_uring where it can run and is allowed, epoll otherwise.
+    #[default]
+    Auto,
+    /// Always epoll.
+    Epoll,
+    /// Always io_uring (plain-http closed loop only).
+    Uring,
+}
+
+impl IoChoice {
+    /// Parses `auto`, `epoll` or `uring`.
+    pub fn parse(s: &str) -> Result<IoChoice, SpecError> {
+        match s.trim() {
+            "auto" => Ok(IoChoice::Auto),
+            "epoll" => Ok(IoChoice::Epoll),
+            "uring" | "io_uring" => Ok(IoChoice::Uring),
+            _ => Err(SpecError::value("io", s, "auto, epoll or uring")),
+        }
+    }
+}
+
+/// Why a spec cannot run on io_uring whatever the kernel (`None`: it can).
+pub(crate) fn uring_misfit(spec: &LoadSpec, tls: bool) -> Option<&'static str> {
+    if !spec.is_closed_loop() {
+        Some(
+            "`io` uring runs closed-loop load only; the open loop (`rate`, `find_max`, a ramp \
+             over the rate) runs on epoll (use `io` auto or `io` epoll)",
+        )
+    } else if tls {
+        Some(
+            "`io` uring speaks plain http:// only; https:// runs on epoll (use `io` auto or \
+             `io` epoll)",
+        )
+    } else {
+        None
     }
 }
 

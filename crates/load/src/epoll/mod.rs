@@ -17,9 +17,11 @@
 //! Latency is read on the user-space clock once per event, after the read that
 //! completed the response (one clock read also serves the next send).
 
-use crate::conn::Http1Conn;
+mod conn;
+
 use crate::timer::SendTimer;
 use crate::worker::{Driver, Worker, WorkerConfig};
+pub(crate) use conn::Http1Conn;
 use mio::{Events, Poll, Token};
 use std::io;
 use std::time::Instant;
