@@ -77,15 +77,29 @@ pub fn run(spec: &LoadSpec) -> Result<Report, LoadError> {
     run_with(spec, &mut NoObserver)
 }
 
+/// A spec's URLs parsed and resolved, its files read and its requests serialised:
+/// what [`check`] found, ready for [`run_checked`] (nothing is done twice).
+#[derive(Debug, Clone)]
+pub struct Checked(Arc<request::Prepared>);
+
 /// Checks `spec` and everything it names (URLs resolve, files are readable) without
-/// sending anything.
-pub fn check(spec: &LoadSpec) -> Result<(), SpecError> {
-    request::prepare(spec).map(|_| ())
+/// sending anything; the result runs with [`run_checked`].
+pub fn check(spec: &LoadSpec) -> Result<Checked, SpecError> {
+    request::prepare(spec).map(|p| Checked(Arc::new(p)))
 }
 
 /// Runs the load test, reporting progress to `observer`.
 pub fn run_with(spec: &LoadSpec, observer: &mut dyn Observer) -> Result<Report, LoadError> {
-    let prepared = Arc::new(request::prepare(spec)?);
+    run_checked(spec, &check(spec)?, observer)
+}
+
+/// Runs the load test `check` prepared from `spec`, reporting progress to `observer`.
+pub fn run_checked(
+    spec: &LoadSpec,
+    checked: &Checked,
+    observer: &mut dyn Observer,
+) -> Result<Report, LoadError> {
+    let prepared = checked.0.clone();
     let hdr_log = match &spec.hdr_log {
         Some(p) => Some(hdrlog::HdrLog::create(p, SystemTime::now())?),
         None => None,

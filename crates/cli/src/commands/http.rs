@@ -217,10 +217,10 @@ pub fn spec_from_args(a: &HttpArgs) -> Result<LoadSpec, SpecError> {
 pub fn run(g: &crate::Global, args: &HttpArgs) -> anyhow::Result<ExitCode> {
     let spec = spec_from_args(args).map_err(invalid)?;
     // Resolves hosts and reads files: still nothing sent.
-    perflab_load::check(&spec).map_err(invalid)?;
+    let checked = perflab_load::check(&spec).map_err(invalid)?;
     let live = !g.quiet && !args.json && std::io::stderr().is_terminal();
     let mut observer = LiveLine::new(live);
-    let report = match perflab_load::run_with(&spec, &mut observer) {
+    let report = match perflab_load::run_checked(&spec, &checked, &mut observer) {
         Ok(r) => r,
         Err(LoadError::Spec(e)) => return Err(invalid(e)),
         Err(e) => {
