@@ -118,6 +118,25 @@ pub fn as_flags(message: &str, short: &[(&str, &str)]) -> String {
     out
 }
 
+/// The exit code of a run the runner finished: 130 interrupted (saying how to finish
+/// it: `perflab {command} --resume RUN`), 4 with failed trials, else 0. `noun` is what
+/// the command calls a trial (`trials`, `runs`, `rounds`).
+pub fn for_outcome(o: &perflab_lab::runner::RunOutcome, noun: &str, command: &str) -> u8 {
+    use perflab_store::RunStatus;
+    match o.status {
+        RunStatus::Interrupted => {
+            eprintln!(
+                "interrupted: {} finished {noun} are kept; finish with `perflab {command} --resume {}`",
+                o.trials_ok + o.trials_failed,
+                o.run_id
+            );
+            INTERRUPTED
+        }
+        RunStatus::CompleteWithFailures | RunStatus::Failed => FAILURES,
+        _ => OK,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::as_flags;

@@ -24,16 +24,6 @@ command = "sh -c 'sleep 0.25; echo v={x}'"
 metrics.v = { regex = 'v=(\d+)' }
 "#;
 
-fn ok_trials(lab: &Lab) -> u64 {
-    if !lab.store().exists() {
-        return 0;
-    }
-    let Ok(store) = perflab_store::Store::open(lab.store()) else {
-        return 0;
-    };
-    store.latest_run().map(|r| r.trials_ok).unwrap_or(0)
-}
-
 #[test]
 fn ctrl_c_keeps_finished_trials_exits_130_and_resume_completes_the_run() {
     let lab = Lab::new();

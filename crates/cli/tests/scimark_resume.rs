@@ -9,16 +9,6 @@ use common::*;
 use std::os::unix::process::CommandExt;
 use std::time::Duration;
 
-fn ok_trials(lab: &Lab) -> u64 {
-    if !lab.store().exists() {
-        return 0;
-    }
-    let Ok(store) = perflab_store::Store::open(lab.store()) else {
-        return 0;
-    };
-    store.latest_run().map(|r| r.trials_ok).unwrap_or(0)
-}
-
 #[test]
 fn ctrl_c_keeps_finished_rounds_and_resume_completes_the_run() {
     let lab = Lab::new();

@@ -8,9 +8,9 @@ use perflab_analysis::compare::Baseline;
 use perflab_analysis::summary::summarize_run;
 use perflab_lab::runner::{self, RunOptions};
 use perflab_lab::Experiment;
-use perflab_store::{RunStatus, Store};
+use perflab_store::Store;
 
-use crate::exit::{self, InvalidInput};
+use crate::exit::InvalidInput;
 use crate::progress::Progress;
 use crate::Global;
 
@@ -105,18 +105,9 @@ pub fn run(g: &Global, a: &RunArgs) -> anyhow::Result<ExitCode> {
         println!("{}", crate::format::summary_table(&summary));
         print_comparisons(&store, outcome.run_id, &exp, a.confidence)?;
     }
-    Ok(ExitCode::from(match outcome.status {
-        RunStatus::Interrupted => {
-            eprintln!(
-                "interrupted: {} finished trials are kept; finish with `perflab run --resume {}`",
-                outcome.trials_ok + outcome.trials_failed,
-                outcome.run_id
-            );
-            exit::INTERRUPTED
-        }
-        RunStatus::CompleteWithFailures | RunStatus::Failed => exit::FAILURES,
-        _ => exit::OK,
-    }))
+    Ok(ExitCode::from(crate::exit::for_outcome(
+        &outcome, "trials", "run",
+    )))
 }
 
 /// With several configs, each is compared with the first (the baseline) on the

@@ -144,3 +144,15 @@ impl Drop for HelloServer {
         let _ = self.child.wait();
     }
 }
+
+/// Successful trials of the store's latest run, read while a run may still be writing
+/// (0 until the store and a run exist).
+pub fn ok_trials(lab: &Lab) -> u64 {
+    if !lab.store().exists() {
+        return 0;
+    }
+    let Ok(store) = perflab_store::Store::open(lab.store()) else {
+        return 0;
+    };
+    store.latest_run().map(|r| r.trials_ok).unwrap_or(0)
+}

@@ -18,7 +18,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use perflab_lab::runner::{self, Observer, RunOptions};
-use perflab_store::{RunStatus, Store};
+use perflab_store::Store;
 
 use crate::exit::{self, InvalidInput};
 use crate::progress::Progress;
@@ -274,18 +274,7 @@ pub fn run(g: &Global, a: &BenchArgs) -> anyhow::Result<ExitCode> {
         );
         output::print(&o);
     }
-    Ok(ExitCode::from(match outcome.status {
-        RunStatus::Interrupted => {
-            eprintln!(
-                "interrupted: {} finished runs are kept; finish with `perflab run --resume {}`",
-                outcome.trials_ok + outcome.trials_failed,
-                outcome.run_id
-            );
-            exit::INTERRUPTED
-        }
-        RunStatus::CompleteWithFailures | RunStatus::Failed => exit::FAILURES,
-        _ => exit::OK,
-    }))
+    Ok(ExitCode::from(exit::for_outcome(&outcome, "runs", "run")))
 }
 
 fn write_exports(a: &BenchArgs, o: &export::Outcome) -> anyhow::Result<()> {

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use perflab_lab::experiment::Experiment;
 use perflab_lab::runner::{self, RunOptions};
-use perflab_store::{RunStatus, Store};
+use perflab_store::Store;
 use perflab_workloads::scimark::{self, BuildOptions, Output, KERNELS, LANGS};
 use perflab_workloads::{TrialContext, WorkloadError};
 
@@ -140,20 +140,14 @@ pub fn run(g: &Global, a: &ScimarkArgs) -> anyhow::Result<ExitCode> {
     let progress = Progress::new(g.quiet);
     let outcome = runner::run(&exp, &store, &opts, flag, &progress)?;
     drop(progress);
-    if outcome.status == RunStatus::Interrupted {
-        eprintln!(
-            "interrupted: {} finished rounds are kept; finish with `perflab scimark --resume {}`",
-            outcome.trials_ok, outcome.run_id
-        );
-    }
     let doc = report::document(Some(outcome.run_id), &store, &langs, a.confidence)?;
     report::print(&doc, a.json, a.confidence)?;
+    let code = exit::for_outcome(&outcome, "rounds", "scimark");
     let lang_failed = langs.iter().any(|l| l.error.is_some());
-    Ok(ExitCode::from(match outcome.status {
-        RunStatus::Interrupted => exit::INTERRUPTED,
-        RunStatus::CompleteWithFailures | RunStatus::Failed => exit::FAILURES,
-        _ if lang_failed => exit::FAILURES,
-        _ => exit::OK,
+    Ok(ExitCode::from(if code == exit::OK && lang_failed {
+        exit::FAILURES
+    } else {
+        code
     }))
 }
 
