@@ -211,7 +211,7 @@ fn writes_to_an_allowed_loop_device_are_counted_exactly() {
     let mut s = spec(Path::new(&dev), Mode::Write, 256 << 10, 32 << 20);
     s.direct = true;
     match disk::run(&s, &Control::default()) {
-        Err(DiskError::Invalid(m)) => assert!(m.contains("--i-know-this-destroys-data"), "{m}"),
+        Err(DiskError::Invalid(m)) => assert!(m.contains("`i_know_this_destroys_data`"), "{m}"),
         other => panic!("writing a device without the flag must be refused: {other:?}"),
     }
     s.i_know_this_destroys_data = Some(PathBuf::from("/dev/null"));
@@ -306,7 +306,7 @@ fn bad_input_is_refused_and_leaves_nothing_behind() {
                 count: Some(4),
                 ..DiskSpec::new(dir.path())
             },
-            "--bs 0",
+            "`bs` 0",
         ),
         (
             DiskSpec {
