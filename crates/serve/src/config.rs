@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::ServeError;
+use crate::filecache::FileCacheConfig;
 use crate::request::{Handler, Request};
 use crate::response::Response;
 
@@ -104,6 +105,9 @@ pub struct Config {
     pub backlog: u32,
     /// How long `stop()` lets in-flight responses finish before closing them.
     pub shutdown_grace: Duration,
+    /// The open-file cache (per worker; see [`FileCacheConfig`]); `None` opens and
+    /// `stat`s every file on every request.
+    pub file_cache: Option<FileCacheConfig>,
 }
 
 impl Default for Config {
@@ -125,6 +129,7 @@ impl Default for Config {
             listings: true,
             backlog: 1024,
             shutdown_grace: Duration::from_secs(5),
+            file_cache: Some(FileCacheConfig::default()),
         }
     }
 }
@@ -148,6 +153,7 @@ impl fmt::Debug for Config {
             .field("listings", &self.listings)
             .field("backlog", &self.backlog)
             .field("shutdown_grace", &self.shutdown_grace)
+            .field("file_cache", &self.file_cache)
             .finish()
     }
 }
@@ -261,6 +267,11 @@ impl Builder {
     /// Time an idle keep-alive connection is kept.
     pub fn idle_timeout(mut self, d: Duration) -> Self {
         self.config.idle_timeout = d;
+        self
+    }
+    /// The open-file cache's settings, or `None` to turn it off.
+    pub fn file_cache(mut self, cache: Option<FileCacheConfig>) -> Self {
+        self.config.file_cache = cache;
         self
     }
     /// Serve symlinks that point outside the root.

@@ -22,6 +22,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 use crate::dispatch::{respond, Env};
+use crate::filecache::FileCache;
 use crate::files::FileBody;
 use crate::log::AccessLog;
 use crate::parse::{self, Version};
@@ -50,6 +51,8 @@ pub(crate) struct Io<'a, 'e> {
     pub requests: &'a mut u64,
     pub now: Instant,
     pub draining: bool,
+    /// The worker's open-file cache (none when off).
+    pub cache: Option<&'a mut FileCache>,
 }
 
 /// What the worker should do with the connection next.
@@ -255,7 +258,16 @@ impl Conn {
             }
             let keep = head.keep_alive && !io.draining;
             let body = &data[head.len..need];
-            let reply = respond(io.env, &head, body, self.peer, keep, &mut self.out);
+            let reply = respond(
+                io.env,
+                &head,
+                body,
+                self.peer,
+                keep,
+                io.now,
+                io.cache.as_deref_mut(),
+                &mut self.out,
+            );
             if let Some(log) = io.log.as_deref_mut() {
                 log.record(
                     self.peer,

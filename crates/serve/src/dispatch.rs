@@ -4,15 +4,18 @@
 //! The order is fixed: `hello` mode answers everything without looking at the path
 //! (it is the benchmark path, so it does nothing else); otherwise the target is
 //! decoded and normalized first (so a handler never sees `..` or bad escapes), then
-//! the handler may answer, then GET/HEAD fall back to static files; other known
-//! methods get 405, unknown ones 501.
+//! the handler may answer, then GET/HEAD fall back to static files — first the
+//! worker's open-file cache, keyed by the path as sent (see `filecache`), then the
+//! full path; other known methods get 405, unknown ones 501.
 
 use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
+use std::time::Instant;
 
 use crate::config::Config;
-use crate::files::{self, FileBody, Static, Target};
+use crate::filecache::{FileCache, Lookup};
+use crate::files::{self, CacheSlot, FileBody, Static, Target};
 use crate::hello::HelloPages;
 use crate::parse::{Head, Method};
 use crate::path;
@@ -49,13 +52,17 @@ pub(crate) struct Env<'a> {
     pub hello: &'a HelloPages,
 }
 
-/// Answers one request whose head and body are complete.
+/// Answers one request whose head and body are complete; `cache` is the worker's
+/// open-file cache (none when it is off) and `now` the event loop's clock.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn respond(
     env: &Env<'_>,
     head: &Head<'_>,
     body: &[u8],
     peer: SocketAddr,
     keep_alive: bool,
+    now: Instant,
+    cache: Option<&mut FileCache>,
     out: &mut Vec<u8>,
 ) -> Reply {
     let head_only = head.method == Method::Head;
@@ -78,14 +85,17 @@ pub(crate) fn respond(
         Ok(t) => t,
         Err(e) => return Reply::status(e.status(), write_error(out, e.status(), head_only, &w)),
     };
-    let normalized = match path::normalize(encoded_path) {
-        Ok(n) => n,
-        Err(e) => return Reply::status(e.status(), write_error(out, e.status(), head_only, &w)),
-    };
+    let mut normalized = None;
     if let Some(handler) = &env.config.handler {
+        let n = match path::normalize(encoded_path) {
+            Ok(n) => n,
+            Err(e) => {
+                return Reply::status(e.status(), write_error(out, e.status(), head_only, &w))
+            }
+        };
         let req = Request {
             head,
-            path: &normalized,
+            path: &n,
             query,
             body,
             peer,
@@ -98,7 +108,41 @@ pub(crate) fn respond(
             Ok(None) => {}
             Err(_) => return Reply::status(500, write_error(out, 500, head_only, &w)),
         }
+        normalized = Some(n);
     }
+    let get_or_head = matches!(head.method, Method::Get | Method::Head);
+    let st = env.root.map(|root| Static {
+        root,
+        follow_outside: env.config.follow_outside_symlinks,
+        listings: env.config.listings,
+    });
+    let mut cache = cache;
+    if let (Some(st), Some(c), true) = (&st, cache.as_deref_mut(), get_or_head) {
+        // The path as sent is the key: a hit skips decoding and every file-system call.
+        match c.get(encoded_path, now) {
+            Lookup::Fresh(e) => return files::answer(e, head, &w, out),
+            Lookup::Stale(e) => {
+                if files::still_valid(st, e) {
+                    c.confirm(encoded_path, now);
+                    if let Some(e) = c.peek(encoded_path) {
+                        return files::answer(e, head, &w, out);
+                    }
+                } else {
+                    c.remove(encoded_path);
+                }
+            }
+            Lookup::Miss => {}
+        }
+    }
+    let normalized = match normalized {
+        Some(n) => n,
+        None => match path::normalize(encoded_path) {
+            Ok(n) => n,
+            Err(e) => {
+                return Reply::status(e.status(), write_error(out, e.status(), head_only, &w))
+            }
+        },
+    };
     match head.method {
         Method::Get | Method::Head => {}
         Method::Other => return Reply::status(501, write_error(out, 501, false, &w)),
@@ -107,17 +151,17 @@ pub(crate) fn respond(
             return Reply::status(405, write_error_with(out, 405, false, &w, &[allow]));
         }
     }
-    let Some(root) = env.root else {
+    let Some(st) = st else {
         return Reply::status(404, write_error(out, 404, head_only, &w));
-    };
-    let st = Static {
-        root,
-        follow_outside: env.config.follow_outside_symlinks,
-        listings: env.config.listings,
     };
     let t = Target {
         query,
         normalized: &normalized,
     };
-    files::serve(&st, &t, head, &w, out)
+    let slot = cache.map(|cache| CacheSlot {
+        cache,
+        key: encoded_path,
+        now,
+    });
+    files::serve(&st, &t, head, &w, out, slot)
 }

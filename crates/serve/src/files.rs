@@ -1,28 +1,33 @@
 //! Static files: lookup, conditional requests (ETag / Last-Modified → 304), single
 //! byte ranges (206 / 416), `index.html`, directory redirects and listings.
 //!
-//! The head goes into the connection's output buffer; the body is not read here but
-//! handed back as a [`FileBody`] that the connection sends with `sendfile` (zero copy)
-//! after the head. Validators follow nginx: ETag `"<mtime hex>-<size hex>"`, and
+//! A found file becomes an [`Entry`] (validators, the 200 head precomputed, the body
+//! in memory when small and cached, else the open descriptor), which [`answer`]
+//! answers from — the same code whether the entry was just opened or came from the
+//! worker's `filecache`. The head goes into the connection's output buffer; a body
+//! kept open is handed back as a [`FileBody`] that the connection sends with
+//! `sendfile` (zero copy) after the head. Validators follow nginx: ETag `"<mtime hex>-<size hex>"`, and
 //! `If-None-Match` takes precedence over `If-Modified-Since` (RFC 9110 §13.2.2).
 
 use std::fs::{File, Metadata};
 use std::io::Write;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::dispatch::Reply;
+use crate::filecache::{Body, Entry, FileCache, FileId};
 use crate::listing;
 use crate::mime;
 use crate::parse::Head;
 use crate::path::{self, ResolveError};
 use crate::response::{end_head, start_head, write_error, write_error_with, Wire};
 
-/// A file body still to be sent: `[offset, end)` of `file`.
+/// A file body still to be sent: `[offset, end)` of `file` (shared with the cache).
 #[derive(Debug)]
 pub(crate) struct FileBody {
-    pub file: File,
+    pub file: Rc<File>,
     pub offset: u64,
     pub end: u64,
 }
@@ -43,45 +48,88 @@ pub(crate) struct Target<'a> {
     pub normalized: &'a str,
 }
 
-/// Serves a GET or HEAD for a static path.
+/// Where the cache (if any) keeps what this request finds: under `key` (the path as
+/// sent), checked at `now`.
+pub(crate) struct CacheSlot<'a> {
+    pub cache: &'a mut FileCache,
+    pub key: &'a str,
+    pub now: Instant,
+}
+
+/// Where a normalized path leads, after every check.
+enum Located {
+    File(PathBuf),
+    /// A directory asked for without its trailing slash.
+    Redirect,
+    /// A directory without an index file.
+    Listing(PathBuf),
+}
+
+fn locate(st: &Static<'_>, normalized: &str) -> Result<Located, ResolveError> {
+    let resolved = path::resolve(st.root, normalized, st.follow_outside)?;
+    let meta = std::fs::metadata(&resolved)?;
+    if meta.is_dir() {
+        if !normalized.ends_with('/') {
+            return Ok(Located::Redirect);
+        }
+        let index = format!("{normalized}index.html");
+        if let Ok(index) = path::resolve(st.root, &index, st.follow_outside) {
+            if index.is_file() {
+                return Ok(Located::File(index));
+            }
+        }
+        if !st.listings {
+            return Err(ResolveError::Forbidden);
+        }
+        return Ok(Located::Listing(resolved));
+    }
+    if !meta.is_file() {
+        return Err(ResolveError::Forbidden);
+    }
+    Ok(Located::File(resolved))
+}
+
+/// Re-makes the checks that led to `e` and `stat`s the file: true when the same
+/// path still leads to the same, unchanged file.
+pub(crate) fn still_valid(st: &Static<'_>, e: &Entry) -> bool {
+    match locate(st, &e.normalized) {
+        Ok(Located::File(p)) if p == e.canon => {
+            std::fs::metadata(&p).is_ok_and(|m| FileId::of(&m) == e.id)
+        }
+        _ => false,
+    }
+}
+
+/// Serves a GET or HEAD for a static path, caching the file it finds when `cache`.
 pub(crate) fn serve(
     st: &Static<'_>,
     t: &Target<'_>,
     head: &Head<'_>,
     w: &Wire<'_>,
     out: &mut Vec<u8>,
+    cache: Option<CacheSlot<'_>>,
 ) -> Reply {
     let head_only = head.method == crate::parse::Method::Head;
-    let resolved = match path::resolve(st.root, t.normalized, st.follow_outside) {
-        Ok(p) => p,
-        Err(e) => return error(e, head_only, w, out),
-    };
-    let meta = match std::fs::metadata(&resolved) {
-        Ok(m) => m,
-        Err(e) => return error(e.into(), head_only, w, out),
-    };
-    if meta.is_dir() {
-        if !t.normalized.ends_with('/') {
-            return redirect_to_dir(t, head_only, w, out);
-        }
-        let index = format!("{}index.html", t.normalized);
-        if let Ok(index) = path::resolve(st.root, &index, st.follow_outside) {
-            if index.is_file() {
-                return file(&index, head, w, out);
-            }
-        }
-        if !st.listings {
-            return error(ResolveError::Forbidden, head_only, w, out);
-        }
-        return match listing::render(&resolved, t.normalized) {
+    match locate(st, t.normalized) {
+        Err(e) => error(e, head_only, w, out),
+        Ok(Located::Redirect) => redirect_to_dir(t, head_only, w, out),
+        Ok(Located::Listing(dir)) => match listing::render(&dir, t.normalized) {
             Ok(html) => html_page(html.as_bytes(), head_only, w, out),
             Err(e) => error(e.into(), head_only, w, out),
-        };
+        },
+        Ok(Located::File(p)) => {
+            let small = cache.as_ref().map(|c| c.cache.config().small);
+            let entry = match open(&p, t.normalized, small) {
+                Ok(e) => e,
+                Err(e) => return error(e, head_only, w, out),
+            };
+            let reply = answer(&entry, head, w, out);
+            if let Some(c) = cache {
+                c.cache.insert(c.key, entry, c.now);
+            }
+            reply
+        }
     }
-    if !meta.is_file() {
-        return error(ResolveError::Forbidden, head_only, w, out);
-    }
-    file(&resolved, head, w, out)
 }
 
 fn error(e: ResolveError, head_only: bool, w: &Wire<'_>, out: &mut Vec<u8>) -> Reply {
@@ -130,7 +178,10 @@ fn validators(meta: &Metadata) -> (String, String, SystemTime) {
 /// True when the client's cached copy is current (answer 304).
 fn not_modified(head: &Head<'_>, etag: &str, mtime: SystemTime) -> bool {
     if let Some(inm) = head.if_none_match {
-        let weak = |t: &str| t.trim().trim_start_matches("W/").to_string();
+        fn weak(t: &str) -> &str {
+            let t = t.trim();
+            t.strip_prefix("W/").unwrap_or(t)
+        }
         let ours = weak(etag);
         return inm.trim() == "*" || inm.split(',').any(|t| weak(t) == ours);
     }
@@ -175,33 +226,74 @@ fn parse_range(value: &str, size: u64) -> Range {
     }
 }
 
-fn file(p: &Path, head: &Head<'_>, w: &Wire<'_>, out: &mut Vec<u8>) -> Reply {
-    let head_only = head.method == crate::parse::Method::Head;
-    let opened = std::fs::OpenOptions::new()
+/// Opens a located file (refusing a symlink swapped in since) and builds its entry:
+/// the body read into memory when it is at most `small` bytes (caching), else kept open.
+fn open(p: &Path, normalized: &str, small: Option<u64>) -> Result<Entry, ResolveError> {
+    let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
-        .open(p);
-    let f = match opened {
-        Ok(f) => f,
-        Err(e) => return error(e.into(), head_only, w, out),
-    };
-    let meta = match f.metadata() {
-        Ok(m) if m.is_file() => m,
-        Ok(_) => return error(ResolveError::Forbidden, head_only, w, out),
-        Err(e) => return error(e.into(), head_only, w, out),
-    };
+        .open(p)?;
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Err(ResolveError::Forbidden);
+    }
     let size = meta.len();
     let (etag, last_modified, mtime) = validators(&meta);
-    let validator_lines = format!("ETag: {etag}\r\nLast-Modified: {last_modified}\r\n");
-    if not_modified(head, &etag, mtime) {
+    let content_type = mime::content_type(p);
+    let mut head200 = Vec::with_capacity(160);
+    let _ = write!(
+        head200,
+        "Content-Type: {content_type}\r\nETag: {etag}\r\nLast-Modified: {last_modified}\r\n\
+         Accept-Ranges: bytes\r\nContent-Length: {size}\r\n"
+    );
+    let body = match small {
+        Some(limit) if size <= limit => {
+            let mut bytes = vec![0; size as usize];
+            match f.read_exact_at(&mut bytes, 0) {
+                Ok(()) => Body::Memory(bytes.into_boxed_slice()),
+                Err(_) => Body::File(Rc::new(f)), // it shrank: sendfile will notice
+            }
+        }
+        _ => Body::File(Rc::new(f)),
+    };
+    Ok(Entry {
+        normalized: normalized.into(),
+        canon: p.to_path_buf(),
+        id: FileId::of(&meta),
+        size,
+        mtime,
+        content_type,
+        etag: etag.into(),
+        last_modified: last_modified.into(),
+        head200: head200.into_boxed_slice(),
+        body,
+    })
+}
+
+fn validator_lines(e: &Entry, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"ETag: ");
+    out.extend_from_slice(e.etag.as_bytes());
+    out.extend_from_slice(b"\r\nLast-Modified: ");
+    out.extend_from_slice(e.last_modified.as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Answers GET/HEAD from a file's entry: 304, 206, 416 or 200. A plain 200 — the hot
+/// path of a cached file — copies precomputed bytes and formats nothing.
+pub(crate) fn answer(e: &Entry, head: &Head<'_>, w: &Wire<'_>, out: &mut Vec<u8>) -> Reply {
+    let head_only = head.method == crate::parse::Method::Head;
+    let size = e.size;
+    if (head.if_none_match.is_some() || head.if_modified_since.is_some())
+        && not_modified(head, &e.etag, e.mtime)
+    {
         start_head(out, 304, w);
-        out.extend_from_slice(validator_lines.as_bytes());
+        validator_lines(e, out);
         end_head(out, None, w);
         return Reply::status(304, 0);
     }
     let if_range_ok = head
         .if_range
-        .is_none_or(|v| v.trim() == etag || v.trim() == last_modified);
+        .is_none_or(|v| v.trim() == &*e.etag || v.trim() == &*e.last_modified);
     let range = match head.range {
         Some(r) if if_range_ok => parse_range(r, size),
         _ => Range::Full,
@@ -218,24 +310,34 @@ fn file(p: &Path, head: &Head<'_>, w: &Wire<'_>, out: &mut Vec<u8>) -> Reply {
         }
     };
     start_head(out, status, w);
-    let _ = write!(out, "Content-Type: {}\r\n", mime::content_type(p));
-    out.extend_from_slice(validator_lines.as_bytes());
-    out.extend_from_slice(b"Accept-Ranges: bytes\r\n");
-    if status == 206 {
+    if status == 200 {
+        out.extend_from_slice(&e.head200);
+        end_head(out, None, w);
+    } else {
+        let _ = write!(out, "Content-Type: {}\r\n", e.content_type);
+        validator_lines(e, out);
+        out.extend_from_slice(b"Accept-Ranges: bytes\r\n");
         let _ = write!(out, "Content-Range: bytes {start}-{}/{size}\r\n", end - 1);
+        end_head(out, Some(end - start), w);
     }
-    end_head(out, Some(end - start), w);
     if head_only || start == end {
         return Reply::status(status, 0);
     }
-    Reply {
-        status,
-        bytes: end - start,
-        file: Some(FileBody {
-            file: f,
+    let file = match &e.body {
+        Body::Memory(bytes) => {
+            out.extend_from_slice(&bytes[start as usize..end as usize]);
+            None
+        }
+        Body::File(f) => Some(FileBody {
+            file: Rc::clone(f),
             offset: start,
             end,
         }),
+    };
+    Reply {
+        status,
+        bytes: end - start,
+        file,
     }
 }
 

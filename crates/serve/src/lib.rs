@@ -2,7 +2,8 @@
 //!
 //! N worker threads, each with its own epoll loop; four accept strategies
 //! ([`Strategy`]) to demonstrate the accept() thundering herd and its cures; static
-//! files with `sendfile`, validators and ranges; a precomputed `hello` mode for load
+//! files with an open-file cache (small files from memory, large ones with `sendfile`),
+//! validators and ranges; a precomputed `hello` mode for load
 //! tests; a dynamic [`Handler`] callback; and a C ABI (see `include/perflab_serve.h`).
 //!
 //! ```no_run
@@ -21,7 +22,8 @@
 //!
 //! Module map: `config` (settings) → `server` (start/stop) → `accept` + `worker` (event
 //! loops) → `conn` (one connection) → `parse` (request head) → `dispatch` (who
-//! answers) → `hello` / `files` (+ `path`, `mime`, `listing`) / handler → `response`.
+//! answers) → `hello` / `filecache` + `files` (+ `path`, `mime`, `listing`) / handler
+//! → `response`.
 
 mod accept;
 mod clock;
@@ -30,6 +32,7 @@ mod conn;
 mod dispatch;
 mod error;
 pub mod ffi;
+mod filecache;
 mod files;
 mod hello;
 pub mod listing;
@@ -46,6 +49,7 @@ mod worker;
 
 pub use config::{default_workers, Builder, Config, Strategy};
 pub use error::ServeError;
+pub use filecache::FileCacheConfig;
 pub use hello::HELLO_BODY;
 pub use request::{Handler, Request};
 pub use response::{reason, Response};

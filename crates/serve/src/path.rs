@@ -56,10 +56,11 @@ pub fn split_target(target: &str) -> Result<(&str, Option<&str>), PathError> {
 }
 
 fn strip_scheme(t: &str) -> Option<&str> {
-    let lower = t.get(..8).map(str::to_ascii_lowercase).unwrap_or_default();
-    if lower.starts_with("http://") {
+    let starts =
+        |p: &str| t.len() >= p.len() && t.as_bytes()[..p.len()].eq_ignore_ascii_case(p.as_bytes());
+    if starts("http://") {
         Some(&t[7..])
-    } else if lower.starts_with("https://") {
+    } else if starts("https://") {
         Some(&t[8..])
     } else {
         None

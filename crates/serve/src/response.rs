@@ -98,7 +98,12 @@ pub(crate) struct Wire<'a> {
 
 /// Writes the status line, `Date` and `Server`.
 pub(crate) fn start_head(out: &mut Vec<u8>, status: u16, w: &Wire<'_>) {
-    let _ = write!(out, "HTTP/1.1 {status} {}\r\n", reason(status));
+    match status {
+        200 => out.extend_from_slice(b"HTTP/1.1 200 OK\r\n"), // the hot path formats nothing
+        _ => {
+            let _ = write!(out, "HTTP/1.1 {status} {}\r\n", reason(status));
+        }
+    }
     out.extend_from_slice(w.date);
     out.extend_from_slice(b"Server: perflab\r\n");
 }

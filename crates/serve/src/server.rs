@@ -30,6 +30,14 @@ pub struct Stats {
     pub active: u64,
     /// Requests answered.
     pub requests: u64,
+    /// Open-file cache: entries held now, over all workers.
+    pub file_cache_entries: u64,
+    /// Open-file cache: bytes held now (keys, heads, small bodies), over all workers.
+    pub file_cache_bytes: u64,
+    /// Open-file cache: requests answered from it.
+    pub file_cache_hits: u64,
+    /// Open-file cache: GET/HEAD requests that found nothing in it.
+    pub file_cache_misses: u64,
 }
 
 /// One worker's counters, alone on its cache line so workers never share one.
@@ -38,6 +46,10 @@ pub struct Stats {
 pub(crate) struct WorkerCounters {
     pub accepted: AtomicU64,
     pub requests: AtomicU64,
+    pub cache_entries: AtomicU64,
+    pub cache_bytes: AtomicU64,
+    pub cache_hits: AtomicU64,
+    pub cache_misses: AtomicU64,
 }
 
 /// State shared by the workers of one start and the handle.
@@ -56,6 +68,10 @@ impl Shared {
             accepted: sum(|c| c.accepted.load(Ordering::Relaxed)),
             active: self.active.load(Ordering::Relaxed) as u64,
             requests: sum(|c| c.requests.load(Ordering::Relaxed)),
+            file_cache_entries: sum(|c| c.cache_entries.load(Ordering::Relaxed)),
+            file_cache_bytes: sum(|c| c.cache_bytes.load(Ordering::Relaxed)),
+            file_cache_hits: sum(|c| c.cache_hits.load(Ordering::Relaxed)),
+            file_cache_misses: sum(|c| c.cache_misses.load(Ordering::Relaxed)),
         }
     }
 }
@@ -208,6 +224,9 @@ impl ServerHandle {
             accepted: self.previous.accepted + now.accepted,
             active: now.active,
             requests: self.previous.requests + now.requests,
+            file_cache_hits: self.previous.file_cache_hits + now.file_cache_hits,
+            file_cache_misses: self.previous.file_cache_misses + now.file_cache_misses,
+            ..now
         }
     }
 

@@ -18,6 +18,7 @@ use crate::clock::DateCache;
 use crate::config::{Config, Strategy};
 use crate::conn::{Conn, Io, Next};
 use crate::dispatch::Env;
+use crate::filecache::FileCache;
 use crate::hello::HelloPages;
 use crate::log::AccessLog;
 use crate::server::Shared;
@@ -52,6 +53,7 @@ struct Worker {
     date: DateCache,
     hello: HelloPages,
     log: Option<AccessLog>,
+    cache: Option<FileCache>,
     accepted: u64,
     requests: u64,
     draining: Option<Instant>,
@@ -71,6 +73,10 @@ pub(crate) fn run(s: Setup) -> std::io::Result<()> {
         listener: Some(s.listener.clone()),
         listening: accept::initial_interest(c.accept).is_some(),
         log: c.access_log.then(AccessLog::default),
+        cache: match (c.file_cache, &s.root, c.hello) {
+            (Some(fc), Some(_), false) => Some(FileCache::new(fc)),
+            _ => None,
+        },
         s,
         slab: Slab::default(),
         holds_lock: false,
@@ -208,6 +214,7 @@ impl Worker {
                     requests: &mut self.requests,
                     now,
                     draining: self.draining.is_some(),
+                    cache: self.cache.as_mut(),
                 };
                 let next = conn.on_event(bits, &mut io);
                 self.apply(token, next);
@@ -303,6 +310,7 @@ impl Worker {
                 requests: &mut self.requests,
                 now,
                 draining: self.draining.is_some(),
+                cache: self.cache.as_mut(),
             };
             let next = conn.on_timeout(&mut io);
             self.apply(token, next);
@@ -334,5 +342,11 @@ impl Worker {
         let c = &self.s.shared.counters[self.s.index];
         c.accepted.store(self.accepted, Ordering::Relaxed);
         c.requests.store(self.requests, Ordering::Relaxed);
+        if let Some(fc) = &self.cache {
+            c.cache_entries.store(fc.len() as u64, Ordering::Relaxed);
+            c.cache_bytes.store(fc.bytes() as u64, Ordering::Relaxed);
+            c.cache_hits.store(fc.hits, Ordering::Relaxed);
+            c.cache_misses.store(fc.misses, Ordering::Relaxed);
+        }
     }
 }

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use perflab_serve::{ServeError, Server, Strategy};
+use perflab_serve::{FileCacheConfig, ServeError, Server, Strategy};
 
 use crate::exit::InvalidInput;
 
@@ -60,6 +60,25 @@ pub struct ServeArgs {
     /// Request and idle keep-alive timeout (e.g. 10s, 500ms, 2m).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub timeout: Duration,
+
+    /// Open-file cache: `off`, or how long a cached file is trusted before it is
+    /// checked again (a changed, replaced, removed or re-permissioned file is served
+    /// fresh within this). Files up to 16 KiB are kept in memory.
+    #[arg(long, value_name = "off|DURATION", default_value = "500ms", value_parser = parse_file_cache)]
+    pub file_cache: FileCacheArg,
+}
+
+/// `--file-cache`: off, or the validity of an entry.
+#[derive(Debug, Clone, Copy)]
+pub struct FileCacheArg(pub Option<Duration>);
+
+fn parse_file_cache(s: &str) -> Result<FileCacheArg, String> {
+    if s.eq_ignore_ascii_case("off") {
+        return Ok(FileCacheArg(None));
+    }
+    perflab_units::parse_duration(s)
+        .map(|d| FileCacheArg(Some(d)))
+        .map_err(|e| format!("{e} (or `off`)"))
 }
 
 fn parse_strategy(s: &str) -> Result<Strategy, String> {
@@ -132,6 +151,11 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(n) = args.workers {
         builder = builder.workers(n as usize);
     }
+    let cache = args.file_cache.0.map(|valid| FileCacheConfig {
+        valid,
+        ..FileCacheConfig::default()
+    });
+    builder = builder.file_cache(cache);
     if !args.hello {
         builder = builder.root(&args.dir);
     }
@@ -146,10 +170,10 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     writeln!(out, "listening on http://{}/", server.local_addr())?;
     out.flush()?;
     drop(out);
-    let what = if args.hello {
-        "hello page".to_string()
-    } else {
-        format!("files from {}", args.dir.display())
+    let what = match (args.hello, args.file_cache.0) {
+        (true, _) => "hello page".to_string(),
+        (false, Some(v)) => format!("files from {} (file cache {v:?})", args.dir.display()),
+        (false, None) => format!("files from {} (file cache off)", args.dir.display()),
     };
     eprintln!(
         "perflab serve: {what}, {} workers, accept {}, timeout {:?}; Ctrl-C to stop",
@@ -163,6 +187,12 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         "perflab serve: answered {} requests on {} connections",
         st.requests, st.accepted
     );
+    if args.file_cache.0.is_some() && !args.hello {
+        eprintln!(
+            "perflab serve: file cache answered {} requests, missed {}",
+            st.file_cache_hits, st.file_cache_misses
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
