@@ -24,6 +24,10 @@ pub struct RawFile<W> {
     #[serde(default)]
     pub profile: Option<RawProfile>,
     pub workload: W,
+    /// `[quick]`: tables merged over the file by `perflab run --quick` (see
+    /// `Experiment::quick_form`); checked there, not here.
+    #[serde(default, rename = "quick")]
+    pub _quick: Option<toml::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -74,6 +78,20 @@ pub struct RawExperiment {
     pub cleanup: Option<SStr>,
     pub setup: Option<SStr>,
     pub teardown: Option<SStr>,
+    pub requires: Option<RawRequires>,
+}
+
+/// `[experiment.requires]`: what this machine must have for the experiment to run.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRequires {
+    #[serde(default)]
+    pub commands: Vec<String>,
+    #[serde(default)]
+    pub paths: Vec<String>,
+    #[serde(default)]
+    pub root: bool,
+    pub why: Option<String>,
 }
 
 /// `[matrix]` in file order.

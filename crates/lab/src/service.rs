@@ -133,9 +133,22 @@ impl RunningService {
     /// Ok while the service runs; its exit status and log tail once it has exited.
     pub fn check_alive(&mut self) -> Result<(), String> {
         if self.exited.is_none() {
-            if let Ok(Some(st)) = self.child.try_wait() {
-                self.exited = Some(st);
-                register_group(Slot::Service, 0);
+            match self.child.try_wait() {
+                Ok(Some(st)) => {
+                    self.exited = Some(st);
+                    register_group(Slot::Service, 0);
+                }
+                Ok(None) => {}
+                // Reaped by someone else (it was this process's child): alive only if
+                // the pid still answers.
+                // SAFETY: signal 0 only checks that the pid exists.
+                Err(_) if unsafe { libc::kill(self.child.id() as i32, 0) } != 0 => {
+                    return Err(format!(
+                        "the service is gone (its exit status was lost); last lines of its log:\n{}",
+                        last_lines(&self.log(), 20)
+                    ));
+                }
+                Err(_) => {}
             }
         }
         match &self.exited {

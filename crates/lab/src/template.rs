@@ -1,15 +1,23 @@
 //! Placeholders in experiment strings.
 //!
 //! `{ident}` (ident = `[A-Za-z_][A-Za-z0-9_]*`) names a matrix parameter or one of the
-//! built-ins `repetition`, `trial`, `run_dir`, `port`, `perflab` (this perflab binary); `{{` and `}}` are literal braces;
-//! any other `{` is left as it is, and so is `${...}`, so shell variables and awk
-//! programs pass through untouched. Templates are parsed once, when the file is read,
+//! built-ins `repetition`, `trial`, `run_dir`, `port`, `perflab` (this perflab binary),
+//! `experiment_dir` (the experiment file's directory, absolute); `{{` and `}}` are
+//! literal braces; any other `{` is left as it is, and so is `${...}`, so shell
+//! variables and awk programs pass through untouched. Templates are parsed once, when the file is read,
 //! so an unknown placeholder is an error before anything runs.
 
 use std::collections::BTreeMap;
 
 /// Names every experiment knows besides its matrix parameters.
-pub const BUILTINS: &[&str] = &["repetition", "trial", "run_dir", "port", "perflab"];
+pub const BUILTINS: &[&str] = &[
+    "repetition",
+    "trial",
+    "run_dir",
+    "port",
+    "perflab",
+    "experiment_dir",
+];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Piece {

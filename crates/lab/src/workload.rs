@@ -46,8 +46,7 @@ pub(crate) fn table_spec(
         }
     }
     // The options must make sense once rendered.
-    let sample = render(&table, &c.sample);
-    if let Err(msg) = KindSpec::options(kind, as_json(&sample)) {
+    if let Err(msg) = rendered(kind, &table, &c.sample) {
         // Point at the key the message names: `field` (serde) or its first word.
         let key = msg
             .split('`')
@@ -81,23 +80,52 @@ fn collect_strings(v: &toml::Value, out: &mut Vec<String>) {
     }
 }
 
-/// Renders every string of a table.
-pub fn render(t: &toml::Table, vars: &BTreeMap<String, String>) -> toml::Table {
-    fn go(v: &toml::Value, vars: &BTreeMap<String, String>) -> toml::Value {
+/// `"{name}"` and nothing else.
+fn whole_placeholder(s: &str) -> bool {
+    s.strip_prefix('{')
+        .and_then(|r| r.strip_suffix('}'))
+        .is_some_and(crate::template::is_ident)
+}
+
+/// Renders every string; with `typed`, a string that is one placeholder alone takes
+/// the type its value reads as (`true`, `16384`, `2.5`).
+fn render_as(t: &toml::Table, vars: &BTreeMap<String, String>, typed: bool) -> toml::Table {
+    fn go(v: &toml::Value, vars: &BTreeMap<String, String>, typed: bool) -> toml::Value {
         match v {
-            toml::Value::String(s) => toml::Value::String(
-                Template::parse(s, &|_| true)
+            toml::Value::String(s) => {
+                let text = Template::parse(s, &|_| true)
                     .map(|t| t.render(vars))
-                    .unwrap_or_else(|_| s.clone()),
-            ),
-            toml::Value::Array(a) => toml::Value::Array(a.iter().map(|x| go(x, vars)).collect()),
-            toml::Value::Table(t) => {
-                toml::Value::Table(t.iter().map(|(k, x)| (k.clone(), go(x, vars))).collect())
+                    .unwrap_or_else(|_| s.clone());
+                // A string that is one placeholder alone (`direct = "{direct}"`) takes
+                // the parameter's type: a matrix of booleans or numbers can drive
+                // options that want them.
+                if typed && whole_placeholder(s) {
+                    if let Ok(b) = text.parse::<bool>() {
+                        return toml::Value::Boolean(b);
+                    }
+                    if let Ok(i) = text.parse::<i64>() {
+                        return toml::Value::Integer(i);
+                    }
+                    if let Ok(f) = text.parse::<f64>() {
+                        return toml::Value::Float(f);
+                    }
+                }
+                toml::Value::String(text)
             }
+            toml::Value::Array(a) => {
+                toml::Value::Array(a.iter().map(|x| go(x, vars, typed)).collect())
+            }
+            toml::Value::Table(t) => toml::Value::Table(
+                t.iter()
+                    .map(|(k, x)| (k.clone(), go(x, vars, typed)))
+                    .collect(),
+            ),
             other => other.clone(),
         }
     }
-    t.iter().map(|(k, v)| (k.clone(), go(v, vars))).collect()
+    t.iter()
+        .map(|(k, v)| (k.clone(), go(v, vars, typed)))
+        .collect()
 }
 
 /// A table kind's options, rendered for one trial and checked, as data.
@@ -106,7 +134,10 @@ pub fn rendered(
     t: &toml::Table,
     vars: &BTreeMap<String, String>,
 ) -> Result<KindSpec, String> {
-    KindSpec::options(kind, as_json(&render(t, vars)))
+    // Typed first (`direct = "{direct}"` with a boolean matrix); an option that wants
+    // text gets the text (`size = "{n}"` with n = 1048576 reads either way).
+    KindSpec::options(kind, as_json(&render_as(t, vars, true)))
+        .or_else(|e| KindSpec::options(kind, as_json(&render_as(t, vars, false))).map_err(|_| e))
 }
 
 /// The TOML table as the JSON value the workload kinds read.

@@ -97,6 +97,10 @@ impl Notes {
     }
 }
 
+/// Tests that start real processes (services, hooks) run one at a time: a hook's
+/// leftovers are found among this process's children, and so would another test's.
+static PROCESSES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn experiment(head: &str) -> Experiment {
     let text = format!(
         "[experiment]\nnoise_check = false\n{head}\n[matrix]\nn = [1, 2]\n\
@@ -280,6 +284,7 @@ fn adaptive_repetitions_stop_when_precise_or_at_the_maximum() {
 
 #[test]
 fn a_service_that_exits_or_is_never_ready_fails_its_trials_and_the_run_goes_on() {
+    let _one = PROCESSES.lock().unwrap_or_else(|e| e.into_inner());
     for (service, expect) in [
         ("command = \"sh -c 'exit 3'\"\nready.tcp = \"127.0.0.1:{port}\"\nready.timeout = \"2s\"", "exit"),
         ("command = \"sleep 30\"\nready.tcp = \"127.0.0.1:{port}\"\nready.timeout = \"300ms\"", "not ready"),
@@ -307,6 +312,30 @@ fn a_service_that_exits_or_is_never_ready_fails_its_trials_and_the_run_goes_on()
             "{errors:?}"
         );
     }
+}
+
+#[test]
+fn prepare_and_cleanup_hooks_leave_the_service_running() {
+    let _one = PROCESSES.lock().unwrap_or_else(|e| e.into_inner());
+    // The service is perflab's child, like a hook's leftovers: killing what a hook
+    // leaves behind must not take the service with it.
+    let text = "[experiment]\nnoise_check = false\nrepetitions = 3\nwarmup = 0\n\
+         prepare = \"true\"\ncleanup = \"sleep 0.01 &\"\n[matrix]\nn = [1]\n\
+         [service]\ncommand = \"sh -c 'echo up; exec sleep 30'\"\nready.log = \"up\"\n\
+         [workload]\nkind = \"command\"\ncommand = \"fake {n}\"\n";
+    let exp = Experiment::parse(Path::new("hooks.toml"), text).unwrap();
+    let b = Bench::new();
+    let fake = Arc::new(Fake::default());
+    let out = b.run(&exp, &fake, None, false);
+    let errors: Vec<String> = b
+        .store
+        .trials(out.run_id)
+        .unwrap()
+        .into_iter()
+        .filter_map(|t| t.error)
+        .collect();
+    assert_eq!(out.status, RunStatus::Complete, "{errors:?}");
+    assert_eq!(fake.ran.lock().unwrap().len(), 3);
 }
 
 #[test]

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use crate::dispatch::{respond, Env};
 use crate::filecache::FileCache;
-use crate::files::FileBody;
+use crate::files::{FileBody, Source};
 use crate::log::AccessLog;
 use crate::parse::{self, Version};
 use crate::response::{write_error, Wire};
@@ -302,12 +302,28 @@ impl Conn {
         self.start = self.filled;
     }
 
-    /// Writes buffered bytes, then the file body. `Ok(true)`: all sent.
+    /// Writes buffered bytes, then the pending body: from memory in the same call as
+    /// the head's last bytes, from a file with `sendfile`. `Ok(true)`: all sent.
     fn flush(&mut self) -> Result<bool, ()> {
         let fd = self.raw_fd();
         while self.out_pos < self.out.len() {
-            match sys::send(fd, &self.out[self.out_pos..], self.file.is_some()) {
-                Ok(n) => self.out_pos += n,
+            let head = &self.out[self.out_pos..];
+            let sent = match &self.file {
+                Some(FileBody {
+                    src: Source::Memory(bytes),
+                    offset,
+                    end,
+                }) => sys::send2(fd, head, &bytes[*offset as usize..*end as usize]),
+                pending => sys::send(fd, head, pending.is_some()),
+            };
+            match sent {
+                Ok(n) => {
+                    let in_head = n.min(head.len());
+                    self.out_pos += in_head;
+                    if let Some(f) = &mut self.file {
+                        f.offset += (n - in_head) as u64;
+                    }
+                }
                 Err(e) if sys::would_block(&e) => return Ok(false),
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(_) => return Err(()),
@@ -321,7 +337,16 @@ impl Conn {
         if let Some(f) = &mut self.file {
             while f.offset < f.end {
                 let count = (f.end - f.offset).min(SENDFILE_CHUNK as u64) as usize;
-                match sys::sendfile(fd, f.file.as_raw_fd(), &mut f.offset, count) {
+                let sent = match &f.src {
+                    Source::File(file) => sys::sendfile(fd, file.as_raw_fd(), &mut f.offset, count),
+                    Source::Memory(bytes) => {
+                        let from = f.offset as usize;
+                        sys::send(fd, &bytes[from..from + count], false).inspect(|&n| {
+                            f.offset += n as u64;
+                        })
+                    }
+                };
+                match sent {
                     Ok(0) => return Err(()), // file shrank: framing can't be kept
                     Ok(_) => {}
                     Err(e) if sys::would_block(&e) => return Ok(false),

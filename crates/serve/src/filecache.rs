@@ -38,7 +38,8 @@ pub struct FileCacheConfig {
     pub entries: usize,
     /// Bytes per worker: keys, heads, small bodies and per-entry overhead.
     pub bytes: usize,
-    /// Files up to this size are kept in memory and sent with their head in one write;
+    /// Files up to this size are kept in memory and sent with their head in one
+    /// write (copied after the head up to 16 KiB, else `sendmsg` of head and body);
     /// larger ones keep their descriptor and are sent with `sendfile`.
     pub small: u64,
 }
@@ -49,7 +50,7 @@ impl Default for FileCacheConfig {
             valid: Duration::from_millis(500),
             entries: 1024,
             bytes: 32 << 20,
-            small: 16 << 10,
+            small: 128 << 10,
         }
     }
 }
@@ -81,7 +82,7 @@ impl FileId {
 /// A file's body: in memory (small files) or an open descriptor.
 #[derive(Debug)]
 pub(crate) enum Body {
-    Memory(Box<[u8]>),
+    Memory(Rc<[u8]>),
     File(Rc<File>),
 }
 
@@ -360,7 +361,7 @@ mod tests {
             etag: "\"0-0\"".into(),
             last_modified: "x".into(),
             head200: Box::from(&b"Server: perflab\r\n"[..]),
-            body: Body::Memory(vec![0; n].into_boxed_slice()),
+            body: Body::Memory(Rc::from(vec![0; n])),
         }
     }
 

@@ -24,13 +24,26 @@ use crate::parse::Head;
 use crate::path::{self, ResolveError};
 use crate::response::{end_head, start_head, write_error, write_error_with, Wire};
 
-/// A file body still to be sent: `[offset, end)` of `file` (shared with the cache).
+/// A body still to be sent after the buffered head: `[offset, end)` of `src`.
 #[derive(Debug)]
 pub(crate) struct FileBody {
-    pub file: Rc<File>,
+    pub src: Source,
     pub offset: u64,
     pub end: u64,
 }
+
+/// Where a pending body's bytes are (both shared with the cache).
+#[derive(Debug)]
+pub(crate) enum Source {
+    /// Sent with `sendfile`.
+    File(Rc<File>),
+    /// Sent from memory together with the head (`sendmsg` of two buffers).
+    Memory(Rc<[u8]>),
+}
+
+/// In-memory bodies up to this size are copied after the head (one buffer, one
+/// `send`); larger ones are sent from the cache's copy without copying.
+const COPY_MAX: u64 = 16 << 10;
 
 /// Settings the static part needs.
 #[derive(Debug, Clone, Copy)]
@@ -250,7 +263,7 @@ fn open(p: &Path, normalized: &str, small: Option<u64>) -> Result<Entry, Resolve
         Some(limit) if size <= limit => {
             let mut bytes = vec![0; size as usize];
             match f.read_exact_at(&mut bytes, 0) {
-                Ok(()) => Body::Memory(bytes.into_boxed_slice()),
+                Ok(()) => Body::Memory(Rc::from(bytes)),
                 Err(_) => Body::File(Rc::new(f)), // it shrank: sendfile will notice
             }
         }
@@ -324,12 +337,17 @@ pub(crate) fn answer(e: &Entry, head: &Head<'_>, w: &Wire<'_>, out: &mut Vec<u8>
         return Reply::status(status, 0);
     }
     let file = match &e.body {
-        Body::Memory(bytes) => {
+        Body::Memory(bytes) if end - start <= COPY_MAX => {
             out.extend_from_slice(&bytes[start as usize..end as usize]);
             None
         }
+        Body::Memory(bytes) => Some(FileBody {
+            src: Source::Memory(Rc::clone(bytes)),
+            offset: start,
+            end,
+        }),
         Body::File(f) => Some(FileBody {
-            file: Rc::clone(f),
+            src: Source::File(Rc::clone(f)),
             offset: start,
             end,
         }),

@@ -276,6 +276,30 @@ pub fn send(fd: RawFd, buf: &[u8], more: bool) -> io::Result<usize> {
     cvt_size(unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), flags) })
 }
 
+/// `sendmsg` of two buffers in one call (a head and a body kept elsewhere), with
+/// `MSG_NOSIGNAL`: no copy into a staging buffer first.
+pub fn send2(fd: RawFd, a: &[u8], b: &[u8]) -> io::Result<usize> {
+    let mut iov = [
+        libc::iovec {
+            iov_base: a.as_ptr() as *mut libc::c_void,
+            iov_len: a.len(),
+        },
+        libc::iovec {
+            iov_base: b.as_ptr() as *mut libc::c_void,
+            iov_len: b.len(),
+        },
+    ];
+    // SAFETY: msghdr is plain data, zeroed then pointed at two live iovecs whose
+    // buffers outlive the call; the kernel only reads them.
+    let n = unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = iov.as_mut_ptr();
+        msg.msg_iovlen = 2;
+        libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL)
+    };
+    cvt_size(n)
+}
+
 /// `sendfile` from `file` at `*offset`, advancing it.
 pub fn sendfile(sock: RawFd, file: RawFd, offset: &mut u64, count: usize) -> io::Result<usize> {
     let mut off = *offset as libc::off_t;

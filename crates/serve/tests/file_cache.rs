@@ -194,6 +194,8 @@ fn cached_answers_are_the_uncached_answers_byte_for_byte() {
     std::fs::write(dir.path().join("small.txt"), "hello, cache\n").unwrap();
     let big: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
     std::fs::write(dir.path().join("big.bin"), &big).unwrap();
+    // Between the copy limit (16 KiB) and the in-memory limit: sent from the cache's copy.
+    std::fs::write(dir.path().join("mid.bin"), &big[..50_000]).unwrap();
     std::fs::create_dir(dir.path().join("sub")).unwrap();
     std::fs::write(dir.path().join("sub/index.html"), "<p>index</p>\n").unwrap();
     std::fs::create_dir(dir.path().join("list")).unwrap();
@@ -214,6 +216,8 @@ fn cached_answers_are_the_uncached_answers_byte_for_byte() {
         "HEAD /small.txt",
         "GET /big.bin",
         "HEAD /big.bin",
+        "GET /mid.bin",
+        "HEAD /mid.bin",
         "GET /empty.txt",
         "GET /sub/",
         "GET /sub",

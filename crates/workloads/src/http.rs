@@ -23,6 +23,7 @@ pub const METRICS: &[&str] = &[
     "errors",
     "error_rate",
     "client_cpu_per_req_us",
+    "max_rate",
 ];
 
 /// The metrics an http run is compared on unless the experiment names others.
@@ -76,7 +77,7 @@ impl Workload for HttpWorkload {
 /// The store's view of an HTTP load report.
 pub fn measurement(r: &perflab_load::Report) -> Measurement {
     let l = &r.latency_ms;
-    let metrics = vec![
+    let mut metrics = vec![
         MetricValue::new("rps", "req/s", r.rps, "higher"),
         MetricValue::new("requests", "", r.requests as f64, "higher"),
         MetricValue::new("mbps", "MB/s", r.mbps, "higher"),
@@ -95,6 +96,10 @@ pub fn measurement(r: &perflab_load::Report) -> Measurement {
             "lower",
         ),
     ];
+    // `find_max`: the highest rate that met the SLO.
+    if let Some(max) = r.max_rate {
+        metrics.push(MetricValue::new("max_rate", "req/s", max, "higher"));
+    }
     let series = vec![SeriesData {
         name: "http.rps".into(),
         unit: "req/s".into(),

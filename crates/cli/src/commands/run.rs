@@ -50,6 +50,11 @@ pub struct RunArgs {
     /// Check the file and print the plan without running anything.
     #[arg(long)]
     dry_run: bool,
+
+    /// Run the file's quick form: its [quick] tables merged over it (fewer
+    /// repetitions, a smaller matrix), for a first look in a few minutes.
+    #[arg(long, conflicts_with = "resume")]
+    quick: bool,
 }
 
 pub fn run(g: &Global, a: &RunArgs) -> anyhow::Result<ExitCode> {
@@ -62,10 +67,33 @@ pub fn run(g: &Global, a: &RunArgs) -> anyhow::Result<ExitCode> {
             (exp, store)
         }
         (None, Some(file)) => {
-            let exp = Experiment::from_path(file)?;
+            let exp = if a.quick {
+                Experiment::quick_form(file)?
+            } else {
+                Experiment::from_path(file)?
+            };
+            let missing = exp.missing();
+            let cannot = (!missing.is_empty()).then(|| {
+                format!(
+                    "cannot run here: this machine lacks {}{}",
+                    missing.join(", "),
+                    exp.requires
+                        .why
+                        .as_ref()
+                        .map(|w| format!(" — it needs {w}"))
+                        .unwrap_or_default()
+                )
+            });
             if a.dry_run {
                 print_plan(&exp);
+                if let Some(c) = cannot {
+                    println!("{c}");
+                }
                 return Ok(ExitCode::SUCCESS);
+            }
+            if let Some(c) = cannot {
+                // Exit 1 (could not run), before anything is created or stored.
+                anyhow::bail!("{}: {c}", file.display());
             }
             (exp, Store::open(&g.store).with_context(store_err)?)
         }

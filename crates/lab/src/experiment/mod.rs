@@ -212,10 +212,37 @@ pub struct Experiment {
     pub monitor: Option<MonitorConfig>,
     pub profile: Option<ProfileConfig>,
     pub workload: WorkloadSpec,
+    /// `[experiment.requires]`: checked by [`Experiment::missing`] before anything runs.
+    pub requires: crate::raw::RawRequires,
 }
 
 impl Experiment {
     /// Reads and checks an experiment file.
+    /// What this machine lacks for the experiment (`[experiment.requires]`), in words;
+    /// empty when it can run here.
+    pub fn missing(&self) -> Vec<String> {
+        let r = &self.requires;
+        let mut out = Vec::new();
+        // SAFETY: geteuid has no preconditions.
+        if r.root && unsafe { libc::geteuid() } != 0 {
+            out.push("root (it sets kernel parameters or mounts)".to_string());
+        }
+        for c in &r.commands {
+            let found = std::env::var_os("PATH")
+                .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(c).is_file()))
+                || Path::new(c).is_file();
+            if !found {
+                out.push(format!("the command `{c}`"));
+            }
+        }
+        for p in &r.paths {
+            if !Path::new(p).exists() {
+                out.push(p.clone());
+            }
+        }
+        out
+    }
+
     pub fn from_path(path: &Path) -> Result<Experiment, FileError> {
         let text = std::fs::read_to_string(path).map_err(|e| FileError {
             path: path.to_path_buf(),
@@ -262,9 +289,88 @@ impl Experiment {
         }
     }
 
+    /// Reads a file in its quick form: its `[quick]` tables merged over it (tables
+    /// merge key by key, anything else replaces), then checked like any file. The file
+    /// as written is checked first, so its errors keep their lines; an error only the
+    /// merge brings is reported as one of the quick form. The stored text is the
+    /// merged file, so `--resume` continues the quick form.
+    pub fn quick_form(path: &Path) -> Result<Experiment, FileError> {
+        let full = Experiment::from_path(path)?;
+        let loc = Locator {
+            path,
+            text: &full.text,
+        };
+        let mut doc: toml::Table = toml::from_str(&full.text).map_err(|e| toml_error(&loc, &e))?;
+        let quick = match doc.remove("quick") {
+            Some(toml::Value::Table(t)) => t,
+            Some(_) => {
+                return Err(loc
+                    .nowhere("`quick` must be a table ([quick.experiment], [quick.matrix], ...)"))
+            }
+            None => {
+                return Err(loc.nowhere(
+                    "this experiment has no [quick] table: run it without --quick, or add one \
+                     (e.g. [quick.experiment] repetitions = 2)",
+                ))
+            }
+        };
+        const SECTIONS: [&str; 6] = [
+            "experiment",
+            "matrix",
+            "service",
+            "monitor",
+            "profile",
+            "workload",
+        ];
+        for (key, value) in quick {
+            if !SECTIONS.contains(&key.as_str()) || !value.is_table() {
+                return Err(loc.nowhere(format!(
+                    "[quick.{key}]: expected one of the file's tables ({})",
+                    SECTIONS.join(", ")
+                )));
+            }
+            merge(
+                doc.entry(key).or_insert_with(|| toml::Table::new().into()),
+                value,
+            );
+        }
+        let text = format!(
+            "# the quick form of {} ([quick] merged over it by perflab run --quick)\n{}",
+            path.display(),
+            toml::to_string(&doc)
+                .map_err(|e| loc.nowhere(format!("cannot write the quick form: {e}")))?
+        );
+        Experiment::parse(path, &text).map_err(|e| FileError {
+            line: None,
+            column: None,
+            message: format!(
+                "in the quick form ([quick] merged over the file): {}",
+                e.message
+            ),
+            ..e
+        })
+    }
+
     /// Number of configurations (points of the matrix).
     pub fn config_count(&self) -> usize {
         self.matrix.iter().map(|p| p.values.len()).product()
+    }
+}
+
+/// Merges `over` into `base`: tables key by key, any other value replaces.
+fn merge(base: &mut toml::Value, over: toml::Value) {
+    match (base, over) {
+        (toml::Value::Table(b), toml::Value::Table(o)) => {
+            for (k, v) in o {
+                match b.get_mut(&k) {
+                    Some(slot) => merge(slot, v),
+                    None => {
+                        b.insert(k, v);
+                    }
+                }
+            }
+        }
+        (slot, v) => *slot = v,
     }
 }
 
@@ -380,6 +486,7 @@ fn build<W>(
                     ("run_dir", "/tmp"),
                     ("port", "8080"),
                     ("perflab", "perflab"),
+                    ("experiment_dir", "."),
                 ]
                 .map(|(a, b)| (a.to_string(), b.to_string())),
             )
@@ -466,6 +573,7 @@ fn build<W>(
             .map(|p| p.get_ref().clone())
             .collect(),
         noise_check: e.noise_check.unwrap_or(true),
+        requires: e.requires.clone().unwrap_or_default(),
         warmup: positive(&e.warmup, "warmup", 1, 0)?,
         order,
         seed,

@@ -297,6 +297,21 @@ struct Done {
     m: Measurement,
 }
 
+/// The absolute directory of the experiment file (`{experiment_dir}`), so an example can
+/// name the files that ship beside it wherever perflab is started from.
+fn experiment_dir(path: &std::path::Path) -> String {
+    let dir = path.parent().unwrap_or(std::path::Path::new("."));
+    let dir = if dir.as_os_str().is_empty() {
+        std::path::Path::new(".")
+    } else {
+        dir
+    };
+    std::fs::canonicalize(dir)
+        .unwrap_or_else(|_| dir.to_path_buf())
+        .display()
+        .to_string()
+}
+
 impl Runner<'_> {
     fn is_interrupted(&self) -> bool {
         self.interrupted.load(Ordering::SeqCst)
@@ -313,6 +328,7 @@ impl Runner<'_> {
         v.insert("run_dir".into(), self.run_dir.display().to_string());
         v.insert("port".into(), self.port.to_string());
         v.insert("perflab".into(), perflab_exe());
+        v.insert("experiment_dir".into(), experiment_dir(&self.exp.path));
         v
     }
 

@@ -269,7 +269,10 @@ impl Runner<'_> {
             interrupted: self.interrupted.clone(),
             run_dir: self.run_dir.clone(),
         };
-        let r = run_tree(cmd, &ctx, Leftovers::Kill, &[]).map_err(|e| e.to_string())?;
+        // What the hook leaves behind is killed — but never the service under test, which
+        // is perflab's child too (a `prepare` between its start and the workload).
+        let service: Vec<i32> = self.service.iter().map(|s| s.pid()).collect();
+        let r = run_tree(cmd, &ctx, Leftovers::Kill, &service).map_err(|e| e.to_string())?;
         if r.interrupted {
             return Err("interrupted".into());
         }
@@ -330,9 +333,17 @@ fn add_recording(m: &mut Measurement, rec: perflab_telemetry::Recording) {
 }
 
 /// Adds a profile to a trial: the report (JSON), folded stacks and flame graph as
-/// artifacts, and the top functions' shares of all samples as `fn:NAME` metrics.
+/// artifacts, the kernel's share of the samples as `profile.kernel_pct`, and the top
+/// functions' shares of all samples as `fn:NAME` metrics.
 fn add_profile(m: &mut Measurement, p: &perflab_profile::Profile, top: usize) {
     let report = p.report(&perflab_profile::ReportOptions::default());
+    // The kernel's share of the samples: the profiler study's first figure (70 % there).
+    m.metrics.push(perflab_store::MetricValue::new(
+        "profile.kernel_pct",
+        "%",
+        report.kernel_pct,
+        "lower",
+    ));
     m.artifacts.push(ArtifactData {
         name: ARTIFACT_PROFILE.into(),
         media_type: "application/json".into(),
