@@ -229,44 +229,102 @@ fn nginx_sysctl_interrupted_removes_its_namespace() {
     }
     let _one = NETNS.lock().unwrap_or_else(|e| e.into_inner());
     let before = host_somaxconn();
-    let lab = Lab::new();
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("perflab"))
-        .current_dir(lab.dir.path())
-        .env("PERFLAB_STORE", lab.store())
-        .args(["--quiet", "run", &example("nginx-sysctl"), "--quick"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Interrupt once the namespace exists and a trial is under way.
-    let started = wait_until(Duration::from_secs(30), || !perflab_namespaces().is_empty());
-    std::thread::sleep(Duration::from_millis(1500));
-    // SAFETY: plain kill(2) on our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let ok = wait_until(Duration::from_secs(30), || {
-        child.try_wait().unwrap().is_some()
-    });
-    if !ok {
-        let _ = child.kill();
+    // At once (during the setup or the service's start) and during a trial.
+    for delay_ms in [0, 1500] {
+        let lab = Lab::new();
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("perflab"))
+            .current_dir(lab.dir.path())
+            .env("PERFLAB_STORE", lab.store())
+            .args(["--quiet", "run", &example("nginx-sysctl"), "--quick"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = wait_until(Duration::from_secs(30), || !perflab_namespaces().is_empty());
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        // SAFETY: plain kill(2) on our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let ok = wait_until(Duration::from_secs(30), || {
+            child.try_wait().unwrap().is_some()
+        });
+        if !ok {
+            let _ = child.kill();
+        }
+        let status = child.wait().unwrap();
+        assert!(started, "the namespace never appeared");
+        assert_eq!(status.code(), Some(130), "interrupted after {delay_ms} ms");
+        assert!(
+            perflab_namespaces().is_empty(),
+            "after {delay_ms} ms: {:?}",
+            perflab_namespaces()
+        );
+        assert_eq!(host_somaxconn(), before);
+        let nginx_left = Std::new("sh")
+            .args([
+                "-c",
+                &format!("pgrep -f '[n]ginx -p {}'", lab.dir.path().display()),
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            nginx_left.stdout.is_empty(),
+            "nginx left running after {delay_ms} ms"
+        );
     }
-    let status = child.wait().unwrap();
-    assert!(started, "the namespace never appeared");
-    assert_eq!(status.code(), Some(130));
-    assert!(
-        perflab_namespaces().is_empty(),
-        "{:?}",
-        perflab_namespaces()
-    );
-    assert_eq!(host_somaxconn(), before);
-    let nginx_left = Std::new("sh")
-        .args([
-            "-c",
-            &format!("pgrep -f '[n]ginx -p {}'", lab.dir.path().display()),
-        ])
-        .output()
-        .unwrap();
-    assert!(nginx_left.stdout.is_empty(), "nginx left running");
 }
 
 /// The two namespace tests run one at a time.
 static NETNS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[test]
+fn accept_herd_profile_runs_quick_with_a_profile_per_strategy() {
+    let lab = Lab::new();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("p.data");
+    let perf: &[&str] = &[
+        "record",
+        "-q",
+        "-e",
+        "cpu-clock",
+        "-o",
+        data.to_str().unwrap(),
+        "--",
+        "true",
+    ];
+    let Some(s) = run_quick(&lab, "accept-herd-profile", &[("perf", perf)]) else {
+        return;
+    };
+    for i in 0..2 {
+        let names: Vec<String> = s["configs"][i]["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|m| m["name"].as_str().map(String::from))
+            .collect();
+        for m in ["max_rate", "profile.kernel_pct", "sched.ctxt_per_s"] {
+            assert!(names.iter().any(|n| n == m), "{m} in {names:?}");
+        }
+        assert!(names.iter().any(|n| n.starts_with("fn:")), "{names:?}");
+    }
+}
+
+#[test]
+fn c_vs_java_runs_quick() {
+    let lab = Lab::new();
+    let needs: &[(&str, &[&str])] = &[("cc", &["--version"]), ("javac", &["-version"])];
+    let Some(s) = run_quick(&lab, "c-vs-java", needs) else {
+        return;
+    };
+    assert!(metric_names(&s).iter().any(|m| m == "composite_mflops"));
+}
+
+#[test]
+fn embedded_server_runs_quick() {
+    let lab = Lab::new();
+    let needs: &[(&str, &[&str])] = &[("cc", &["--version"]), ("cargo", &["--version"])];
+    let Some(s) = run_quick(&lab, "embedded-server", needs) else {
+        return;
+    };
+    assert!(metric_names(&s).iter().any(|m| m == "rps"));
+    assert_eq!(s["configs"][0]["params"]["server"], "c-embedded");
+}

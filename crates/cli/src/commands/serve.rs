@@ -63,7 +63,7 @@ pub struct ServeArgs {
 
     /// Open-file cache: `off`, or how long a cached file is trusted before it is
     /// checked again (a changed, replaced, removed or re-permissioned file is served
-    /// fresh within this). Files up to 16 KiB are kept in memory.
+    /// fresh within this). Files up to 128 KiB are kept in memory.
     #[arg(long, value_name = "off|DURATION", default_value = "500ms", value_parser = parse_file_cache)]
     pub file_cache: FileCacheArg,
 }

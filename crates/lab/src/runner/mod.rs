@@ -341,6 +341,12 @@ impl Runner<'_> {
                 if let Err(e) = self.hook("setup", &setup.render(&vars)) {
                     self.obs
                         .warn(&format!("setup failed, nothing was run: {e}"));
+                    // Undo what the setup did before it failed or was interrupted.
+                    if let Some(td) = &self.exp.teardown {
+                        if let Err(e) = self.hook("teardown", &td.render(&vars)) {
+                            self.obs.warn(&format!("teardown failed: {e}"));
+                        }
+                    }
                     return if self.is_interrupted() {
                         RunStatus::Interrupted
                     } else {

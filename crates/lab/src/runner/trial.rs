@@ -259,14 +259,24 @@ impl Runner<'_> {
         self.factory.build(spec)?.run(&ctx)
     }
 
-    /// Runs a prepare/cleanup/setup/teardown command with `sh -c`.
+    /// Runs a prepare/cleanup/setup/teardown command with `sh -c`. `cleanup` and
+    /// `teardown` undo what the others did, so Ctrl-C does not cut them short: they
+    /// run to their end (bounded by the trial timeout, else a minute).
     pub(super) fn hook(&self, what: &str, command: &str) -> Result<(), String> {
         let mut cmd = std::process::Command::new("sh");
         cmd.arg("-c").arg(command);
+        let undo = matches!(what, "cleanup" | "teardown");
         let ctx = TrialContext {
             cpus: None,
-            timeout: self.exp.timeout.or(Some(Duration::from_secs(3600))),
-            interrupted: self.interrupted.clone(),
+            timeout: self
+                .exp
+                .timeout
+                .or(Some(Duration::from_secs(if undo { 60 } else { 3600 }))),
+            interrupted: if undo {
+                std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false))
+            } else {
+                self.interrupted.clone()
+            },
             run_dir: self.run_dir.clone(),
         };
         // What the hook leaves behind is killed — but never the service under test, which
