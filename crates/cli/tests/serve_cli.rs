@@ -2,7 +2,9 @@
 //! server answers, SIGTERM / SIGINT stop it gracefully with exit 0, and a bad
 //! directory is a usage error (exit 2).
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -17,17 +19,7 @@ fn spawn(args: &[&str]) -> (Child, SocketAddr) {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn perflab serve");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim_end()
-        .strip_prefix("listening on http://")
-        .and_then(|s| s.strip_suffix('/'))
-        .unwrap_or_else(|| panic!("first line was {line:?}"))
-        .parse()
-        .unwrap();
+    let addr = common::listening_addr(&mut child);
     (child, addr)
 }
 

@@ -3,7 +3,9 @@
 //! reads mode-000 files, so as root the test drops to nobody with `setpriv`); `off`
 //! sees every change at once; a bad value is a usage error naming the flag.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -43,17 +45,7 @@ fn serve(bin: &Path, dir: &Path, extra: &[&str]) -> (Served, SocketAddr) {
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
     let mut child = Served(cmd.spawn().expect("spawn perflab serve"));
-    let mut line = String::new();
-    BufReader::new(child.0.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim_end()
-        .strip_prefix("listening on http://")
-        .and_then(|s| s.strip_suffix('/'))
-        .unwrap_or_else(|| panic!("first line was {line:?}"))
-        .parse()
-        .unwrap();
+    let addr = common::listening_addr(&mut child.0);
     (child, addr)
 }
 

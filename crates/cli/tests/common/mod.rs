@@ -156,3 +156,18 @@ pub fn ok_trials(lab: &Lab) -> u64 {
     };
     store.latest_run().map(|r| r.trials_ok).unwrap_or(0)
 }
+
+/// The address in `perflab serve`'s first stdout line (`listening on http://ADDR/`).
+pub fn listening_addr(child: &mut std::process::Child) -> std::net::SocketAddr {
+    use std::io::BufRead;
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("piped stdout"))
+        .read_line(&mut line)
+        .unwrap();
+    line.trim_end()
+        .strip_prefix("listening on http://")
+        .and_then(|s| s.strip_suffix('/'))
+        .unwrap_or_else(|| panic!("first line was {line:?}"))
+        .parse()
+        .unwrap()
+}
