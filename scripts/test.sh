@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 declare -A PKG=(
   [gzip]=gzip [awk]=mawk [python3]=python3 [cc]=gcc [make]=make
   [javac]=default-jdk-headless [go]=golang-go [node]=nodejs
-  [nginx]=nginx [wrk]=wrk [perf]=linux-perf
+  [nginx]=nginx [wrk]=wrk [perf]=linux-perf [ip]=iproute2 [pgrep]=procps [setpriv]=util-linux
   [chromium]=chromium
 )
 missing=()
