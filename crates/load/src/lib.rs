@@ -46,6 +46,7 @@ mod siege;
 mod slo;
 mod spec;
 pub mod text;
+mod threshold;
 mod timer;
 mod tls;
 mod transport;
@@ -65,6 +66,7 @@ pub use series::SecondPoint;
 pub use siege::Siege;
 pub use slo::{Condition, Slo, Statistic};
 pub use spec::{parse_header, LoadSpec, Ramp, RampOver};
+pub use threshold::{Op, Quantity, Threshold, Verdict};
 pub use units::{parse_duration, parse_fraction, parse_rate};
 pub use url::{Scheme, Target};
 

@@ -9,6 +9,7 @@
 
 use crate::error::SpecError;
 use crate::slo::Slo;
+use crate::threshold::Threshold;
 use crate::units::{check_rate, parse_duration, parse_fraction, parse_rate};
 use crate::url::{Scheme, Target};
 use serde::Deserialize;
@@ -110,6 +111,8 @@ pub struct LoadSpec {
     pub find_max: bool,
     /// The SLO of the knee search.
     pub slo: Option<Slo>,
+    /// Pass/fail thresholds judged on the finished run (`p99<20ms`, `rps>5000`).
+    pub thresholds: Vec<Threshold>,
     /// Highest error rate a find-max step may have and still pass (default 0.1 %).
     pub max_error_rate: f64,
     /// Reuse connections (default true).
@@ -152,6 +155,7 @@ impl Default for LoadSpec {
             step_duration: None,
             find_max: false,
             slo: None,
+            thresholds: Vec::new(),
             max_error_rate: 0.001,
             keepalive: true,
             pipeline: 1,
@@ -380,6 +384,8 @@ struct RawSpec {
     step_duration: Option<Number>,
     find_max: Option<bool>,
     slo: Option<String>,
+    #[serde(default)]
+    thresholds: Vec<String>,
     max_error_rate: Option<Number>,
     keepalive: Option<bool>,
     pipeline: Option<usize>,
@@ -469,6 +475,11 @@ impl TryFrom<RawSpec> for LoadSpec {
             step_duration: dur("step_duration", &r.step_duration)?,
             find_max: r.find_max.unwrap_or(false),
             slo: r.slo.map(|s| Slo::parse(&s)).transpose()?,
+            thresholds: r
+                .thresholds
+                .iter()
+                .map(|t| Threshold::parse(t))
+                .collect::<Result<_, _>>()?,
             max_error_rate: match r.max_error_rate {
                 Some(v) => parse_fraction("max_error_rate", &v.text())?,
                 None => d.max_error_rate,

@@ -20,6 +20,8 @@ pub const ARTIFACT_SERVICE_LOG: &str = "service.log";
 pub const ARTIFACT_HTTP_REPORT: &str = "http-report.json";
 /// The full disk report (JSON).
 pub const ARTIFACT_DISK_REPORT: &str = "disk-report.json";
+/// An http trial's threshold verdicts (`[workload] thresholds`).
+pub const ARTIFACT_THRESHOLDS: &str = "thresholds.json";
 
 /// A parameter value as text: strings bare, everything else as JSON (`4`, `true`) — the
 /// form templates substitute and labels show.

@@ -59,7 +59,8 @@ impl Workload for HttpWorkload {
         let report =
             perflab_load::run(spec).map_err(|e| WorkloadError::Setup(format!("http load: {e}")))?;
         drop(pin);
-        let m = measurement(&report);
+        let mut m = measurement(&report);
+        add_thresholds(&mut m, spec, &report);
         if report.requests == 0 {
             return Err(WorkloadError::Failed {
                 message: format!(
@@ -72,6 +73,53 @@ impl Workload for HttpWorkload {
         }
         Ok(m)
     }
+}
+
+/// `thresholds`: each one's metric (a percentile the report does not store, `max`), the
+/// count that failed on this trial as `thresholds_failed`, and the verdicts as the
+/// `thresholds.json` artifact. The run judges them again on each config's interval.
+fn add_thresholds(m: &mut Measurement, spec: &LoadSpec, report: &perflab_load::Report) {
+    if spec.thresholds.is_empty() {
+        return;
+    }
+    let mut verdicts = Vec::new();
+    for t in &spec.thresholds {
+        let v = t.judge(report);
+        if !m.metrics.iter().any(|x| x.name == v.metric) && v.value.is_finite() {
+            let better = if t.op.upper() { "lower" } else { "higher" };
+            m.metrics
+                .push(MetricValue::new(&v.metric, v.unit, v.value, better));
+        }
+        verdicts.push(v);
+    }
+    let failed = verdicts.iter().filter(|v| !v.passed).count();
+    m.metrics.push(MetricValue::new(
+        "thresholds_failed",
+        "",
+        failed as f64,
+        "lower",
+    ));
+    m.artifacts.push(ArtifactData {
+        name: perflab_store::vocab::ARTIFACT_THRESHOLDS.into(),
+        media_type: "application/json".into(),
+        content: serde_json::to_vec_pretty(&verdicts).unwrap_or_default(),
+    });
+}
+
+/// The thresholds of a `kind = "http"` table's options (`thresholds = [...]`).
+pub fn thresholds(options: &serde_json::Value) -> Result<Vec<perflab_load::Threshold>, String> {
+    options
+        .get("thresholds")
+        .and_then(|t| t.as_array())
+        .map(|a| {
+            a.iter()
+                .map(|t| {
+                    perflab_load::Threshold::parse(t.as_str().unwrap_or_default())
+                        .map_err(|e| e.to_string())
+                })
+                .collect()
+        })
+        .unwrap_or_else(|| Ok(Vec::new()))
 }
 
 /// The store's view of an HTTP load report.

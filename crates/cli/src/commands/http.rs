@@ -14,10 +14,10 @@ use std::time::Instant;
 use anyhow::Context;
 use perflab_load::{
     parse_duration, parse_fraction, parse_header, parse_rate, IoChoice, LoadError, LoadSpec,
-    Observer, Ramp, RampOver, Report, SecondPoint, Slo, SpecError, Step,
+    Observer, Ramp, RampOver, Report, SecondPoint, Slo, SpecError, Step, Threshold, Verdict,
 };
 
-use crate::exit::{InvalidInput, FAILURES};
+use crate::exit::{InvalidInput, FAILURES, GATE_FAILED};
 
 const HTTP_HELP: &str = "\
 Examples:
@@ -26,11 +26,13 @@ Examples:
   perflab http --rate 2000 -c 10 -d 30s --hdr-log run.hlog http://127.0.0.1:8080/
   perflab http --ramp 1000:10000:10 --step-duration 5s http://127.0.0.1:8080/
   perflab http --find-max --slo 'p99<20ms' --max-error-rate 0.1% http://127.0.0.1:8080/
+  perflab http -d 30s --threshold 'p99<20ms' --threshold 'error_rate<0.1%' http://127.0.0.1:8080/
 
 Durations: 10s, 500ms, 1m30s. Rates: 400, 2.5k. Open-loop latency is measured from the
 intended send time (coordinated omission corrected); the uncorrected latency is shown beside.
 
 Exit codes: 0 ok, 1 could not run, 2 bad input (nothing was sent),
+            3 a --threshold failed (over 4),
             4 the run completed but some requests failed (errors or status >= 400).";
 
 /// One HTTP load test: a closed loop of connections, an open loop at a rate, or a ramp;
@@ -89,6 +91,12 @@ pub struct HttpArgs {
     /// Objective for --find-max, e.g. 'p99<20ms' or 'p50<5ms,p99.9<50ms'.
     #[arg(long, value_name = "SLO")]
     pub slo: Option<String>,
+
+    /// Pass/fail on the finished run (repeatable): 'p99<20ms', 'mean<=5ms',
+    /// 'error_rate<0.1%', 'errors<1', 'rps>5000', 'mbps>=100'; exits 3 when one fails.
+    /// In the open loop latency thresholds judge the corrected latency.
+    #[arg(long = "threshold", value_name = "EXPR")]
+    pub thresholds: Vec<String>,
 
     /// Highest error rate a find-max step may have, e.g. 0.1% [default: 0.1%].
     #[arg(long, value_name = "FRACTION")]
@@ -196,6 +204,11 @@ pub fn spec_from_args(a: &HttpArgs) -> Result<LoadSpec, SpecError> {
         step_duration: dur("step-duration", &a.step_duration)?,
         find_max: a.find_max,
         slo: a.slo.as_deref().map(Slo::parse).transpose()?,
+        thresholds: a
+            .thresholds
+            .iter()
+            .map(|t| Threshold::parse(t))
+            .collect::<Result<_, _>>()?,
         max_error_rate: match &a.max_error_rate {
             Some(f) => parse_fraction("max-error-rate", f)?,
             None => LoadSpec::default().max_error_rate,
@@ -234,18 +247,32 @@ pub fn run(g: &crate::Global, args: &HttpArgs) -> anyhow::Result<ExitCode> {
     if !g.quiet {
         eprintln!("recorded as run {run_id} in {}", g.store.display());
     }
+    let verdicts: Vec<Verdict> = spec.thresholds.iter().map(|t| t.judge(&report)).collect();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &report)?;
+        let mut v = serde_json::to_value(&report)?;
+        if !verdicts.is_empty() {
+            v["thresholds"] = serde_json::to_value(&verdicts)?;
+        }
+        serde_json::to_writer_pretty(&mut out, &v)?;
         writeln!(out)?;
         for w in &report.warnings {
             eprintln!("warning: {w}");
         }
     } else {
         write!(out, "{}", perflab_load::text::render(&report))?;
+        if !verdicts.is_empty() {
+            writeln!(out, "\nThresholds:")?;
+            for v in &verdicts {
+                writeln!(out, "  {}", v.line())?;
+            }
+        }
     }
     out.flush()?;
-    Ok(if report.failed() > 0 {
+    // A failed threshold (3) wins over failed requests (4): it is the gate asked for.
+    Ok(if verdicts.iter().any(|v| !v.passed) {
+        ExitCode::from(GATE_FAILED)
+    } else if report.failed() > 0 {
         ExitCode::from(FAILURES)
     } else {
         ExitCode::SUCCESS
@@ -284,7 +311,11 @@ pub fn record_into_store(
 }
 
 /// The flags the load library's field names stand for, where they are not `--field`.
-const SHORT: &[(&str, &str)] = &[("requests", "-n"), ("duration", "-d")];
+const SHORT: &[(&str, &str)] = &[
+    ("requests", "-n"),
+    ("duration", "-d"),
+    ("thresholds", "--threshold"),
+];
 
 fn invalid(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow::Error::new(InvalidInput(format!(

@@ -15,4 +15,5 @@ pub mod runs;
 pub mod scimark;
 pub mod serve;
 pub mod show;
+pub mod thresholds;
 pub mod top;

@@ -6,6 +6,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use perflab_analysis::compare::Baseline;
 use perflab_analysis::summary::summarize_run;
+
+use crate::commands::thresholds;
 use perflab_lab::runner::{self, RunOptions};
 use perflab_lab::Experiment;
 use perflab_store::Store;
@@ -116,11 +118,13 @@ pub fn run(g: &Global, a: &RunArgs) -> anyhow::Result<ExitCode> {
     )?;
     progress.finish();
     let summary = summarize_run(&store, outcome.run_id, a.confidence)?;
+    let verdicts = thresholds::judge(&thresholds::of(&exp)?, &summary);
     if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&crate::commands::show::json(&store, &summary)?)?
-        );
+        let mut v = crate::commands::show::json(&store, &summary)?;
+        if !verdicts.is_empty() {
+            v["thresholds"] = serde_json::to_value(&verdicts)?;
+        }
+        println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         println!(
             "run {} · {} · {} trials ok, {} failed · store {}",
@@ -132,10 +136,18 @@ pub fn run(g: &Global, a: &RunArgs) -> anyhow::Result<ExitCode> {
         );
         println!("{}", crate::format::summary_table(&summary));
         print_comparisons(&store, outcome.run_id, &exp, a.confidence)?;
+        thresholds::print(&verdicts, a.confidence);
     }
-    Ok(ExitCode::from(crate::exit::for_outcome(
-        &outcome, "trials", "run",
-    )))
+    let code = crate::exit::for_outcome(&outcome, "trials", "run");
+    // A failed threshold (3) wins over failed trials (4), not over an interrupt (130).
+    let gate = verdicts.iter().any(|v| !v.verdict.passed);
+    Ok(ExitCode::from(
+        if gate && code != crate::exit::INTERRUPTED {
+            crate::exit::GATE_FAILED
+        } else {
+            code
+        },
+    ))
 }
 
 /// With several configs, each is compared with the first (the baseline) on the

@@ -1,0 +1,189 @@
+//! `perflab http --threshold` and an http experiment's `thresholds`: a failed threshold
+//! exits 3 (over 4 for failed requests) and says which and by how much; experiments
+//! judge each config's CI bound.
+
+mod common;
+use common::*;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::time::Duration;
+
+/// A keep-alive HTTP/1.1 server on 127.0.0.1 that answers every request after `delay`
+/// (a thread per connection; they end when the client closes).
+fn delayed_server(delay: Duration) -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut s = s;
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                loop {
+                    while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        buf.drain(..end + 4);
+                        std::thread::sleep(delay);
+                        if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                    match s.read(&mut chunk) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn a_latency_threshold_over_a_slow_server_exits_3_and_says_by_how_much() {
+    let addr = delayed_server(Duration::from_millis(5));
+    let lab = Lab::new();
+    let url = format!("http://{addr}/");
+    let out = lab.run(&[
+        "http",
+        &url,
+        "-n",
+        "200",
+        "-c",
+        "2",
+        "--threshold",
+        "p99<1ms",
+        "--threshold",
+        "error_rate<1%",
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(3), "{text}{}", stderr(&out));
+    assert!(text.contains("FAIL  p99<1ms"), "{text}");
+    assert!(text.contains("% over the limit 1 ms"), "{text}");
+    assert!(text.contains("ok    error_rate<1%"), "{text}");
+
+    let out = lab.run(&[
+        "http",
+        &url,
+        "-n",
+        "100",
+        "-c",
+        "2",
+        "--threshold",
+        "p99<1ms",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let t = &v["thresholds"][0];
+    assert_eq!(t["threshold"], "p99<1ms");
+    assert_eq!(t["metric"], "latency_p99_ms");
+    assert_eq!(t["passed"], false);
+    assert!(t["value"].as_f64().unwrap() >= 5.0, "{t}");
+    assert!(t["by"].as_f64().unwrap() >= 4.0, "{t}");
+}
+
+#[test]
+fn thresholds_that_hold_exit_0_and_a_bad_one_is_a_usage_error() {
+    let addr = delayed_server(Duration::ZERO);
+    let lab = Lab::new();
+    let url = format!("http://{addr}/");
+    let out = lab.run(&[
+        "http",
+        &url,
+        "-n",
+        "200",
+        "-c",
+        "2",
+        "--threshold",
+        "p99<1s",
+        "--threshold",
+        "rps>1",
+        "--threshold",
+        "errors<1",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    // Failed requests alone exit 4; with a failed threshold, 3 wins.
+    let refused = "http://127.0.0.1:1/";
+    let out = lab.run(&["http", refused, "-n", "5", "-c", "1"]);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let out = lab.run(&[
+        "http",
+        refused,
+        "-n",
+        "5",
+        "-c",
+        "1",
+        "--threshold",
+        "errors<1",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stdout(&out).contains("FAIL  errors<1"), "{}", stdout(&out));
+    let out = lab.run(&["http", &url, "-n", "10", "--threshold", "p99<soon"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("threshold `p99<soon`"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn an_experiment_judges_each_configs_ci_bound() {
+    let addr = delayed_server(Duration::from_millis(3));
+    let lab = Lab::new();
+    let exp = lab.write(
+        "t.toml",
+        &format!(
+            "[experiment]\nrepetitions = 3\nwarmup = 0\nnoise_check = false\n\
+             [matrix]\nc = [1, 2]\n\
+             [workload]\nkind = \"http\"\nurls = [\"http://{addr}/\"]\nconnections = \"{{c}}\"\n\
+             requests = 60\nthresholds = [\"p99<1ms\", \"rps>1\", \"p95<1s\"]\n"
+        ),
+    );
+    let out = lab.run(&["run", exp.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let verdicts = v["thresholds"].as_array().unwrap();
+    assert_eq!(verdicts.len(), 6, "3 thresholds x 2 configs");
+    for t in verdicts {
+        let passed = t["passed"].as_bool().unwrap();
+        match t["threshold"].as_str().unwrap() {
+            "p99<1ms" => {
+                assert!(!passed);
+                assert_eq!(t["judged"], "ci_high");
+                // The bound judged is the config's CI upper bound of the stored metric.
+                let c = v["configs"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|c| c["params"] == t["params"])
+                    .unwrap();
+                let m = c["metrics"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|m| m["name"] == "latency_p99_ms")
+                    .unwrap();
+                assert_eq!(t["value"], m["ci_high"]);
+            }
+            "rps>1" => assert!(passed && t["judged"] == "ci_low", "{t}"),
+            // p95 is not a stored metric by default: the trials store it for the threshold.
+            "p95<1s" => assert!(passed && t["metric"] == "latency_p95_ms", "{t}"),
+            other => panic!("{other}"),
+        }
+    }
+    // Each trial stored its own verdicts.
+    let text = lab.run(&["run", exp.to_str().unwrap()]);
+    let s = stdout(&text);
+    assert!(s.contains("Thresholds (a ceiling on the upper"), "{s}");
+    assert!(s.contains("thresholds_failed"), "{s}");
+}
