@@ -33,6 +33,8 @@ pub(crate) struct PreparedTarget {
 #[derive(Debug)]
 pub(crate) struct Group {
     pub addr: SocketAddr,
+    /// `unix_socket`: connect here instead of `addr` (then unspecified).
+    pub unix: Option<std::path::PathBuf>,
     /// `https://`: how to set up TLS on a connection of this group.
     pub tls: Option<Arc<TlsTarget>>,
     pub targets: Vec<usize>,
@@ -89,8 +91,12 @@ pub(crate) fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
             Scheme::Http => None,
             Scheme::Https => Some(server_name(u, &t.host)?),
         });
-        let addr = (t.host.as_str(), t.port)
-            .to_socket_addrs()
+        // Through a unix socket the host only names the `Host` header: nothing to resolve.
+        let resolved = match spec.unix_socket {
+            Some(_) => Ok(vec![SocketAddr::from(([0, 0, 0, 0], t.port))].into_iter()),
+            None => (t.host.as_str(), t.port).to_socket_addrs(),
+        };
+        let addr = resolved
             .map_err(|source| SpecError::Resolve {
                 host: t.host.clone(),
                 source,
@@ -122,6 +128,7 @@ pub(crate) fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
             Some(g) => g.targets.push(i),
             None => groups.push(Group {
                 addr: t.addr,
+                unix: spec.unix_socket.clone(),
                 tls: name.zip(tls.as_ref()).map(|(name, (config, hint))| {
                     Arc::new(TlsTarget {
                         config: Arc::clone(config),

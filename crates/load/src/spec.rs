@@ -113,6 +113,9 @@ pub struct LoadSpec {
     pub slo: Option<Slo>,
     /// Pass/fail thresholds judged on the finished run (`p99<20ms`, `rps>5000`).
     pub thresholds: Vec<Threshold>,
+    /// Connect to this unix-domain socket instead of the URLs' host and port (which
+    /// still give the `Host` header and the path): plain HTTP/1.1, on epoll.
+    pub unix_socket: Option<PathBuf>,
     /// Highest error rate a find-max step may have and still pass (default 0.1 %).
     pub max_error_rate: f64,
     /// Reuse connections (default true).
@@ -156,6 +159,7 @@ impl Default for LoadSpec {
             find_max: false,
             slo: None,
             thresholds: Vec::new(),
+            unix_socket: None,
             max_error_rate: 0.001,
             keepalive: true,
             pipeline: 1,
@@ -228,7 +232,12 @@ impl LoadSpec {
             ));
         }
         for u in &self.urls {
-            Target::parse(u)?;
+            let t = Target::parse(u)?;
+            if self.unix_socket.is_some() && t.scheme == crate::url::Scheme::Https {
+                return Err(SpecError::Conflict(format!(
+                    "`unix_socket` speaks plain HTTP: {u} asks for TLS (use http://)"
+                )));
+            }
         }
         if self.method.is_empty() || !self.method.bytes().all(is_token) {
             return Err(SpecError::value(
@@ -386,6 +395,7 @@ struct RawSpec {
     slo: Option<String>,
     #[serde(default)]
     thresholds: Vec<String>,
+    unix_socket: Option<PathBuf>,
     max_error_rate: Option<Number>,
     keepalive: Option<bool>,
     pipeline: Option<usize>,
@@ -480,6 +490,7 @@ impl TryFrom<RawSpec> for LoadSpec {
                 .iter()
                 .map(|t| Threshold::parse(t))
                 .collect::<Result<_, _>>()?,
+            unix_socket: r.unix_socket,
             max_error_rate: match r.max_error_rate {
                 Some(v) => parse_fraction("max_error_rate", &v.text())?,
                 None => d.max_error_rate,
@@ -539,6 +550,11 @@ pub(crate) fn uring_misfit(spec: &LoadSpec, tls: bool) -> Option<&'static str> {
         Some(
             "`io` uring speaks plain http:// only; https:// runs on epoll (use `io` auto or \
              `io` epoll)",
+        )
+    } else if spec.unix_socket.is_some() {
+        Some(
+            "`io` uring connects over TCP only; a `unix_socket` runs on epoll (use `io` auto \
+             or `io` epoll)",
         )
     } else {
         None

@@ -1,4 +1,5 @@
-//! The byte stream under an HTTP/1.1 connection: plain TCP, or TLS (rustls) over TCP.
+//! The byte stream under an HTTP/1.1 connection: plain TCP, TLS (rustls) over TCP, or
+//! a unix-domain socket (`unix_socket`).
 //!
 //! An enum rather than a type parameter so one worker can serve `http://` and
 //! `https://` URLs of one URL file side by side. The plain arm is the socket itself —
@@ -22,7 +23,7 @@
 //! (Content-Length, chunked) already tells a complete response from a truncated one.
 
 use crate::tls::{describe, TlsTarget};
-use mio::net::TcpStream;
+use mio::net::{TcpStream, UnixStream};
 use rustls::ClientConnection;
 use std::io::{self, Read, Write};
 use std::sync::Arc;
@@ -34,6 +35,8 @@ pub(crate) enum Transport {
     Plain(TcpStream),
     /// TLS over TCP (boxed: a rustls connection is large, the plain arm stays small).
     Tls(Box<TlsStream>),
+    /// A unix-domain stream socket.
+    Unix(UnixStream),
 }
 
 /// Marks an `io::Error` that stands for a TLS failure (the message is kept by the stream).
@@ -54,11 +57,22 @@ pub(crate) fn is_tls_failure(e: &io::Error) -> bool {
 }
 
 impl Transport {
-    /// The TCP socket (to register it, and to learn whether the connect completed).
-    pub fn socket(&self) -> &TcpStream {
-        match self {
-            Transport::Plain(s) => s,
-            Transport::Tls(t) => &t.sock,
+    /// `Ok(true)` once a non-blocking connect has completed, `Ok(false)` while it is in
+    /// progress, an error when it failed (`SO_ERROR`, then whether a peer is there).
+    pub fn connected(&self) -> io::Result<bool> {
+        let (err, peer) = match self {
+            Transport::Plain(s) => (s.take_error(), s.peer_addr().map(drop)),
+            Transport::Tls(t) => (t.sock.take_error(), t.sock.peer_addr().map(drop)),
+            Transport::Unix(s) => (s.take_error(), s.peer_addr().map(drop)),
+        };
+        match err {
+            Ok(Some(e)) | Err(e) => return Err(e),
+            Ok(None) => {}
+        }
+        match peer {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
+            Err(e) => Err(e),
         }
     }
 
@@ -68,6 +82,7 @@ impl Transport {
         match self {
             Transport::Plain(s) => s.read(buf),
             Transport::Tls(t) => t.read(buf),
+            Transport::Unix(s) => s.read(buf),
         }
     }
 
@@ -77,6 +92,7 @@ impl Transport {
         match self {
             Transport::Plain(s) => s.write(buf),
             Transport::Tls(t) => t.write(buf),
+            Transport::Unix(s) => s.write(buf),
         }
     }
 
@@ -84,7 +100,7 @@ impl Transport {
     #[inline]
     pub fn wants_write(&self) -> bool {
         match self {
-            Transport::Plain(_) => false,
+            Transport::Plain(_) | Transport::Unix(_) => false,
             Transport::Tls(t) => t.conn.wants_write(),
         }
     }
@@ -92,7 +108,7 @@ impl Transport {
     /// Pushes what `wants_write`; `Ok` also when the socket would block again.
     pub fn push_pending(&mut self) -> io::Result<()> {
         match self {
-            Transport::Plain(_) => Ok(()),
+            Transport::Plain(_) | Transport::Unix(_) => Ok(()),
             Transport::Tls(t) => match t.push() {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
                 other => other,
@@ -103,13 +119,13 @@ impl Transport {
     /// A read that returned less than the buffer's space means the socket is drained.
     #[inline]
     pub fn short_read_drains(&self) -> bool {
-        matches!(self, Transport::Plain(_))
+        matches!(self, Transport::Plain(_) | Transport::Unix(_))
     }
 
     /// Why the last TLS operation failed.
     pub fn failure(&mut self) -> Option<String> {
         match self {
-            Transport::Plain(_) => None,
+            Transport::Plain(_) | Transport::Unix(_) => None,
             Transport::Tls(t) => t.failure.take(),
         }
     }

@@ -52,6 +52,19 @@ pub(crate) struct Listeners {
 
 /// Opens the sockets for `config.accept`.
 pub(crate) fn open(config: &Config) -> Result<Listeners, ServeError> {
+    if let Some(path) = &config.unix_socket {
+        // One socket for every worker (SO_REUSEPORT does not spread unix connections);
+        // `Config::validate` has made `reuseport` mean `exclusive` here.
+        let fd = sys::listen_unix(path, config.backlog).map_err(|source| ServeError::BindUnix {
+            path: path.clone(),
+            source,
+        })?;
+        let fd = Arc::new(fd);
+        return Ok(Listeners {
+            per_worker: vec![fd; config.workers],
+            local_addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+        });
+    }
     let reuseport = config.accept == Strategy::Reuseport;
     let bind_err = |addr, source| ServeError::Bind { addr, source };
     let first = sys::listen(&config.bind, reuseport, config.backlog)

@@ -77,6 +77,10 @@ pub struct Config {
     pub root: Option<PathBuf>,
     /// Address to listen on; port 0 lets the OS choose.
     pub bind: SocketAddr,
+    /// Listen on this unix-domain socket instead of `bind` (the file is created, a
+    /// stale one replaced, and removed when the server stops); one socket for all
+    /// workers, so `reuseport` acts as `exclusive`.
+    pub unix_socket: Option<PathBuf>,
     /// Worker threads, each with its own epoll loop (default: logical cores).
     pub workers: usize,
     /// How workers accept connections.
@@ -115,6 +119,7 @@ impl Default for Config {
         Config {
             root: None,
             bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            unix_socket: None,
             workers: default_workers(),
             accept: Strategy::Reuseport,
             hello: false,
@@ -139,6 +144,7 @@ impl fmt::Debug for Config {
         f.debug_struct("Config")
             .field("root", &self.root)
             .field("bind", &self.bind)
+            .field("unix_socket", &self.unix_socket)
             .field("workers", &self.workers)
             .field("accept", &self.accept)
             .field("hello", &self.hello)
@@ -267,6 +273,11 @@ impl Builder {
     /// Time an idle keep-alive connection is kept.
     pub fn idle_timeout(mut self, d: Duration) -> Self {
         self.config.idle_timeout = d;
+        self
+    }
+    /// Listen on a unix-domain socket at `path` instead of a TCP address.
+    pub fn unix_socket(mut self, path: impl Into<PathBuf>) -> Self {
+        self.config.unix_socket = Some(path.into());
         self
     }
     /// The open-file cache's settings, or `None` to turn it off.

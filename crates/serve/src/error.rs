@@ -31,6 +31,13 @@ pub enum ServeError {
         #[source]
         source: io::Error,
     },
+    /// Creating, binding or listening on the unix socket failed.
+    #[error("cannot listen on {}: {source}", path.display())]
+    BindUnix {
+        path: std::path::PathBuf,
+        #[source]
+        source: io::Error,
+    },
     /// An unknown accept strategy name (expected reuseport, shared, exclusive or mutex).
     #[error("unknown accept strategy {0:?} (expected reuseport, shared, exclusive or mutex)")]
     Strategy(String),

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crate::accept::{self, AcceptLock};
-use crate::config::{Builder, Config};
+use crate::config::{Builder, Config, Strategy};
 use crate::error::ServeError;
 use crate::sys::{Epoll, EventFd, EV_IN};
 use crate::worker::{self, Setup, LISTENER_TOKEN, WAKE_TOKEN};
@@ -113,11 +113,25 @@ struct Running {
     wakes: Vec<Arc<EventFd>>,
     threads: Vec<JoinHandle<std::io::Result<()>>>,
     local_addr: SocketAddr,
+    /// The unix socket's file, removed when the server stops.
+    unix_socket: Option<PathBuf>,
 }
 
 impl Running {
     fn launch(config: &Config) -> Result<Running, ServeError> {
         config.validate()?;
+        // One unix socket serves every worker: `reuseport` (the default) becomes
+        // `exclusive`, which wakes one worker per connection as reuseport would.
+        let adjusted;
+        let config = if config.unix_socket.is_some() && config.accept == Strategy::Reuseport {
+            adjusted = Config {
+                accept: Strategy::Exclusive,
+                ..config.clone()
+            };
+            &adjusted
+        } else {
+            config
+        };
         let root = config.root.as_deref().map(canonical_root).transpose()?;
         let listeners = accept::open(config)?;
         let shared = Arc::new(Shared {
@@ -133,6 +147,7 @@ impl Running {
             wakes: Vec::new(),
             threads: Vec::new(),
             local_addr: listeners.local_addr,
+            unix_socket: config.unix_socket.clone(),
         };
         let cfg = Arc::new(config.clone());
         for (index, listener) in listeners.per_worker.into_iter().enumerate() {
@@ -179,6 +194,9 @@ impl Running {
                 Err(_) => result = Err(ServeError::State("a worker thread panicked")),
             }
         }
+        if let Some(path) = &self.unix_socket {
+            let _ = std::fs::remove_file(path);
+        }
         let mut stats = self.shared.snapshot();
         stats.active = 0;
         result.map(|()| stats)
@@ -201,6 +219,11 @@ impl ServerHandle {
     /// The address the server listens on (with the OS-chosen port, if port 0 was asked).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// The unix-domain socket the server listens on, when it was started with one.
+    pub fn unix_socket(&self) -> Option<&Path> {
+        self.config.unix_socket.as_deref()
     }
 
     /// The configuration of the current (or last) run.
@@ -239,6 +262,8 @@ impl ServerHandle {
         let last = running.shutdown()?;
         self.previous.accepted += last.accepted;
         self.previous.requests += last.requests;
+        self.previous.file_cache_hits += last.file_cache_hits;
+        self.previous.file_cache_misses += last.file_cache_misses;
         Ok(())
     }
 

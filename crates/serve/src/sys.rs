@@ -225,6 +225,58 @@ pub fn listen(addr: &SocketAddr, reuseport: bool, backlog: u32) -> io::Result<Ow
     Ok(fd)
 }
 
+/// A non-blocking unix-domain listening socket at `path`. A socket file left by a server
+/// that is gone (nothing accepts on it) is replaced; one that answers, or any other
+/// file, is an error.
+pub fn listen_unix(path: &std::path::Path, backlog: u32) -> io::Result<OwnedFd> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::FileTypeExt;
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.file_type().is_socket() {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                "a file that is not a socket is in the way",
+            ));
+        }
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(io::Error::new(
+                io::ErrorKind::AddrInUse,
+                "another server accepts on this socket",
+            ));
+        }
+        std::fs::remove_file(path)?;
+    }
+    let bytes = path.as_os_str().as_bytes();
+    // SAFETY: sockaddr_un is plain data; all-zero is a valid value.
+    let mut sun: libc::sockaddr_un = unsafe { mem::zeroed() };
+    if bytes.len() >= sun.sun_path.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("the path is longer than {} bytes", sun.sun_path.len() - 1),
+        ));
+    }
+    sun.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (d, s) in sun.sun_path.iter_mut().zip(bytes) {
+        *d = *s as libc::c_char;
+    }
+    let ty = libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+    // SAFETY: plain syscall; ownership taken immediately.
+    let fd = unsafe { OwnedFd::from_raw_fd(cvt(libc::socket(libc::AF_UNIX, ty, 0))?) };
+    let len = mem::size_of::<libc::sa_family_t>() + bytes.len() + 1;
+    // SAFETY: sun is a valid sockaddr_un and `len` covers the path and its NUL.
+    cvt(unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&sun as *const libc::sockaddr_un).cast(),
+            len as libc::socklen_t,
+        )
+    })?;
+    let backlog = backlog.min(i32::MAX as u32) as libc::c_int;
+    // SAFETY: plain syscall.
+    cvt(unsafe { libc::listen(fd.as_raw_fd(), backlog) })?;
+    Ok(fd)
+}
+
 /// The address a socket is bound to.
 pub fn local_addr(fd: RawFd) -> io::Result<SocketAddr> {
     // SAFETY: zeroed storage is valid; the kernel fills at most `len` bytes.

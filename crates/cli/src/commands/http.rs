@@ -98,6 +98,11 @@ pub struct HttpArgs {
     #[arg(long = "threshold", value_name = "EXPR")]
     pub thresholds: Vec<String>,
 
+    /// Connect to this unix-domain socket; the URL still gives the Host header and the
+    /// path (plain HTTP/1.1, e.g. `--unix-socket /run/app.sock http://localhost/api`).
+    #[arg(long, value_name = "PATH")]
+    pub unix_socket: Option<PathBuf>,
+
     /// Highest error rate a find-max step may have, e.g. 0.1% [default: 0.1%].
     #[arg(long, value_name = "FRACTION")]
     pub max_error_rate: Option<String>,
@@ -209,6 +214,7 @@ pub fn spec_from_args(a: &HttpArgs) -> Result<LoadSpec, SpecError> {
             .iter()
             .map(|t| Threshold::parse(t))
             .collect::<Result<_, _>>()?,
+        unix_socket: a.unix_socket.clone(),
         max_error_rate: match &a.max_error_rate {
             Some(f) => parse_fraction("max-error-rate", f)?,
             None => LoadSpec::default().max_error_rate,
@@ -293,6 +299,9 @@ pub fn record_into_store(
     params.insert("mode".into(), serde_json::json!(report.mode));
     if let Some(r) = spec.rate {
         params.insert("rate".into(), serde_json::json!(r));
+    }
+    if let Some(p) = &spec.unix_socket {
+        params.insert("unix_socket".into(), serde_json::json!(p));
     }
     let failed = report.failed();
     let id = perflab_lab::record::one_shot(

@@ -1,8 +1,8 @@
 //! `perflab serve [DIR]`: the built-in HTTP server (crates/serve) on the command line.
 //!
 //! The first line on stdout is always `listening on http://ADDR:PORT/` (IPv6 in
-//! brackets, the real port when `--port 0`), flushed at once, so scripts and the lab
-//! can read the port; everything else goes to stderr. SIGINT and SIGTERM are blocked
+//! brackets, the real port when `--port 0`), or `listening on unix:PATH` with
+//! `--unix-socket`, flushed at once, so scripts and the lab can read the port; everything else goes to stderr. SIGINT and SIGTERM are blocked
 //! before the workers start (they inherit the mask) and taken with `sigwait` on this
 //! thread, which then stops the server gracefully and exits 0: no signal handler
 //! runs arbitrary code, and no worker is ever interrupted.
@@ -66,6 +66,11 @@ pub struct ServeArgs {
     /// fresh within this). Files up to 128 KiB are kept in memory.
     #[arg(long, value_name = "off|DURATION", default_value = "500ms", value_parser = parse_file_cache)]
     pub file_cache: FileCacheArg,
+
+    /// Listen on this unix-domain socket instead of --bind/--port (a stale socket file
+    /// is replaced; the file is removed on exit).
+    #[arg(long, value_name = "PATH")]
+    pub unix_socket: Option<PathBuf>,
 }
 
 /// `--file-cache`: off, or the validity of an entry.
@@ -156,6 +161,9 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         ..FileCacheConfig::default()
     });
     builder = builder.file_cache(cache);
+    if let Some(path) = &args.unix_socket {
+        builder = builder.unix_socket(path);
+    }
     if !args.hello {
         builder = builder.root(&args.dir);
     }
@@ -167,7 +175,10 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         e => anyhow::Error::new(e).context("perflab serve could not start"),
     })?;
     let mut out = std::io::stdout().lock();
-    writeln!(out, "listening on http://{}/", server.local_addr())?;
+    match server.unix_socket() {
+        Some(path) => writeln!(out, "listening on unix:{}", path.display())?,
+        None => writeln!(out, "listening on http://{}/", server.local_addr())?,
+    }
     out.flush()?;
     drop(out);
     let what = match (args.hello, args.file_cache.0) {
@@ -177,7 +188,13 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     };
     eprintln!(
         "perflab serve: {what}, {} workers, accept {}, timeout {:?}; Ctrl-C to stop",
-        config.workers, config.accept, config.request_timeout
+        config.workers,
+        match (&config.unix_socket, config.accept) {
+            // One unix socket for all workers: reuseport acts as exclusive.
+            (Some(_), Strategy::Reuseport) => Strategy::Exclusive,
+            (_, a) => a,
+        },
+        config.request_timeout
     );
     let signal = wait_for_signal(&signals);
     eprintln!("perflab serve: {signal}, stopping");

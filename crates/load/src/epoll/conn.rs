@@ -8,7 +8,7 @@ use crate::http1::{Exchange, INITIAL_BUF};
 use crate::parse::Completed;
 use crate::request::{Group, Prepared};
 use crate::transport::{is_tls_failure, TlsStream, Transport};
-use mio::net::TcpStream;
+use mio::net::{TcpStream, UnixStream};
 use mio::{Interest, Token};
 use std::io;
 use std::time::Instant;
@@ -142,23 +142,17 @@ impl Http1Conn {
                     return self.handshake();
                 }
                 let stream = self.stream.as_ref().ok_or(ErrorKind::Connect)?;
-                let socket = stream.socket();
-                if let Ok(Some(_)) | Err(_) = socket.take_error() {
-                    return Err(ErrorKind::Connect);
-                }
-                match socket.peer_addr() {
-                    Ok(_) if matches!(stream, Transport::Tls(_)) => {
+                match stream.connected() {
+                    Ok(true) if matches!(stream, Transport::Tls(_)) => {
                         self.handshaking = true;
                         self.handshake()
                     }
-                    Ok(_) => {
+                    Ok(true) => {
                         self.state = ConnState::Open;
                         Ok(Progress::Connected)
                     }
-                    Err(e) if e.kind() == io::ErrorKind::NotConnected && !readable => {
-                        Ok(Progress::Moved)
-                    }
-                    Err(_) => Err(ErrorKind::Connect),
+                    Ok(false) if !readable => Ok(Progress::Moved),
+                    Ok(false) | Err(_) => Err(ErrorKind::Connect),
                 }
             }
             ConnState::Open => {
@@ -204,16 +198,28 @@ impl Connection for Http1Conn {
         if self.buf.is_empty() {
             self.buf = vec![0; INITIAL_BUF];
         }
-        let mut stream = TcpStream::connect(group.addr)?;
-        stream.set_nodelay(true)?;
-        driver.poll.registry().register(
-            &mut stream,
-            Token(slot),
-            Interest::READABLE | Interest::WRITABLE,
-        )?;
-        self.stream = Some(match &group.tls {
-            None => Transport::Plain(stream),
-            Some(tls) => Transport::Tls(Box::new(TlsStream::new(tls, stream)?)),
+        let interest = Interest::READABLE | Interest::WRITABLE;
+        self.stream = Some(match (&group.unix, &group.tls) {
+            (Some(path), _) => {
+                let mut stream = UnixStream::connect(path)?;
+                driver
+                    .poll
+                    .registry()
+                    .register(&mut stream, Token(slot), interest)?;
+                Transport::Unix(stream)
+            }
+            (None, tls) => {
+                let mut stream = TcpStream::connect(group.addr)?;
+                stream.set_nodelay(true)?;
+                driver
+                    .poll
+                    .registry()
+                    .register(&mut stream, Token(slot), interest)?;
+                match tls {
+                    None => Transport::Plain(stream),
+                    Some(tls) => Transport::Tls(Box::new(TlsStream::new(tls, stream)?)),
+                }
+            }
         });
         self.state = ConnState::Connecting;
         self.connect_started = now;
