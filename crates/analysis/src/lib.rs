@@ -28,6 +28,7 @@ pub mod profile;
 pub mod samples;
 pub mod select;
 pub mod summary;
+pub mod thresholds;
 
 pub use perflab_stats::{
     Better, CiMethod, CompareOptions, Comparison, GeoMean, Interaction, Outcome, RatioCi, Summary,

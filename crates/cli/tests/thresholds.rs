@@ -1,6 +1,7 @@
 //! `perflab http --threshold` and an http experiment's `thresholds`: a failed threshold
 //! exits 3 (over 4 for failed requests) and says which and by how much; experiments
-//! judge each config's CI bound.
+//! judge each config's CI bound. Also: a URL file line that carries more than a URL is
+//! refused with its line, never sent as a plain GET.
 
 mod common;
 use common::*;
@@ -181,9 +182,53 @@ fn an_experiment_judges_each_configs_ci_bound() {
             other => panic!("{other}"),
         }
     }
-    // Each trial stored its own verdicts.
+    // Each trial stored its own verdicts, and the report lists them.
     let text = lab.run(&["run", exp.to_str().unwrap()]);
     let s = stdout(&text);
     assert!(s.contains("Thresholds (a ceiling on the upper"), "{s}");
     assert!(s.contains("thresholds_failed"), "{s}");
+    let md = lab.path("r.md");
+    let html = lab.path("r.html");
+    for (flag, file) in [("--markdown", &md), ("--html", &html)] {
+        let out = lab.run(&["report", flag, file.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+    let md = std::fs::read_to_string(md).unwrap();
+    assert!(md.contains("## Thresholds"), "{md}");
+    // 2 configs x 3 repetitions; the table rows start with `|`.
+    let row_of = |t: &str| {
+        md.lines()
+            .find(|l| l.starts_with('|') && l.contains(t))
+            .unwrap_or_else(|| panic!("no row for {t}: {md}"))
+    };
+    let row = row_of("p99&lt;1ms"); // md_cell escapes `<`
+    assert!(row.contains("6 of 6 trials") && row.contains(" %"), "{row}");
+    assert!(row_of("rps&gt;1").contains("0 of 6 trials"));
+    assert!(std::fs::read_to_string(html)
+        .unwrap()
+        .contains("<h2>Thresholds</h2>"));
+}
+
+#[test]
+fn a_urls_file_line_with_a_method_or_body_is_refused_with_its_line() {
+    let lab = Lab::new();
+    for (text, line) in [
+        (
+            "http://127.0.0.1:1/a\nhttp://127.0.0.1:1/login POST user=a\n",
+            ":2:",
+        ),
+        (
+            "# siege variables\nHOST=127.0.0.1\nhttp://$(HOST)/\n",
+            ":2:",
+        ),
+    ] {
+        let f = lab.write("urls.txt", text);
+        let out = lab.run(&["http", "--urls-file", f.to_str().unwrap(), "-n", "1"]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains(line) && err.contains("nothing is sent"),
+            "{err}"
+        );
+    }
 }

@@ -60,13 +60,25 @@ pub(crate) fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
             path: path.clone(),
             source,
         })?;
-        urls.extend(
-            text.lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty() && !l.starts_with('#'))
-                .filter_map(|l| l.split_whitespace().next())
-                .map(String::from),
-        );
+        // One URL per line. siege's other forms (`URL POST body`, `NAME=value`
+        // variables) are refused with their line rather than sent as plain GETs.
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let mut words = line.split_whitespace();
+            let url = words.next().unwrap_or_default();
+            if words.next().is_some() || (url.contains('=') && !url.contains("://")) {
+                return Err(SpecError::Conflict(format!(
+                    "{}:{}: `{line}`: only one URL per line is read here; a method, a body \
+                     or a siege variable would be dropped, so nothing is sent",
+                    path.display(),
+                    n + 1
+                )));
+            }
+            urls.push(url.to_string());
+        }
         if urls.is_empty() {
             return Err(SpecError::Conflict(format!(
                 "the URL file `{}` has no URL",

@@ -58,6 +58,8 @@ pub struct ReportData {
     pub comparisons: Vec<CompareRow>,
     /// The doctor findings of each trial that has a `doctor.json`, in execution order.
     pub doctor: Vec<TrialFindings>,
+    /// One row per http threshold over the trials that stored verdicts.
+    pub thresholds: Vec<perflab_analysis::thresholds::ThresholdRow>,
 }
 
 impl ReportData {
@@ -89,6 +91,7 @@ impl ReportData {
             },
         };
         let doctor = doctor::per_trial(&export);
+        let thresholds = perflab_analysis::thresholds::rows(&export);
         Ok(ReportData {
             metric_names: samples::metric_names(&samples),
             export,
@@ -98,6 +101,7 @@ impl ReportData {
             compare_title,
             comparisons,
             doctor,
+            thresholds,
         })
     }
 

@@ -20,6 +20,7 @@ pub mod doctor;
 pub mod format;
 pub mod html;
 pub mod markdown;
+pub mod thresholds;
 
 use perflab_store::{RunId, Store, StoreError};
 

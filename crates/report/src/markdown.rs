@@ -17,6 +17,7 @@ pub fn render(d: &ReportData) -> String {
     comparison(&mut out, d);
     interaction(&mut out, d);
     doctor(&mut out, d);
+    thresholds(&mut out, d);
     problems(&mut out, d);
     out
 }
@@ -241,6 +242,28 @@ fn doctor(out: &mut String, d: &ReportData) {
         ],
         &rows,
     );
+}
+
+fn thresholds(out: &mut String, d: &ReportData) {
+    if d.thresholds.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "## Thresholds\n\nJudged on each trial (`thresholds.json`); `perflab run` also judged \
+         each config's CI bound.\n"
+    );
+    let rows: Vec<Vec<String>> = d
+        .thresholds
+        .iter()
+        .map(|r| {
+            crate::thresholds::cells(d, r)
+                .iter()
+                .map(|c| md_cell(c))
+                .collect()
+        })
+        .collect();
+    table(out, &crate::thresholds::HEAD, &rows);
 }
 
 fn problems(out: &mut String, d: &ReportData) {
