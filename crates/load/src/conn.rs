@@ -62,6 +62,8 @@ pub(crate) struct Sent {
     pub record: bool,
     /// A HEAD request (its response has no body).
     pub head: bool,
+    /// The prepared target it was sent to (per-target statistics).
+    pub target: u32,
 }
 
 /// Where a connection stands.

@@ -45,6 +45,7 @@ mod series;
 mod siege;
 mod slo;
 mod spec;
+pub mod targets;
 pub mod text;
 mod threshold;
 mod timer;
@@ -61,7 +62,9 @@ pub use findmax::DEFAULT_START_RATE;
 pub use io::{uring_support, Io, IoChoice};
 pub use observe::{NoObserver, Observer};
 pub use open::LATE_AFTER;
-pub use report::{ErrorKinds, Errors, Latency, Mode, Report, Step, SATURATED_WARNING};
+pub use report::{
+    ErrorKinds, Errors, Latency, Mode, Report, Step, TargetReport, SATURATED_WARNING,
+};
 pub use series::SecondPoint;
 pub use siege::Siege;
 pub use slo::{Condition, Slo, Statistic};
@@ -144,5 +147,10 @@ pub fn run_checked(
     }
     let mut report = report;
     report.io = base.io;
+    for (r, t) in report.targets.iter_mut().zip(&prepared.targets) {
+        r.name.clone_from(&t.name);
+        r.method.clone_from(&t.method);
+        r.url.clone_from(&t.url);
+    }
     Ok(report)
 }

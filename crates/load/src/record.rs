@@ -56,6 +56,43 @@ pub(crate) struct Totals {
     pub wall: Duration,
     /// Why the first TLS failure happened (the others are only counted).
     pub tls_failure: Option<String>,
+    /// Per target, when the run has more than one (empty otherwise).
+    pub per_target: Vec<TargetTotals>,
+}
+
+/// What one target's responses came to, for the per-target report.
+#[derive(Debug, Clone)]
+pub(crate) struct TargetTotals {
+    pub requests: u64,
+    /// Responses with a status of 400 or more.
+    pub failed: u64,
+    /// (status, count), in first-seen order: a handful per target.
+    pub status: Vec<(u16, u64)>,
+    /// Latency in µs, as the run's (corrected in the open loop).
+    pub hist: Histogram<u64>,
+}
+
+impl TargetTotals {
+    fn new() -> Self {
+        TargetTotals {
+            requests: 0,
+            failed: 0,
+            status: Vec::new(),
+            hist: new_histogram(),
+        }
+    }
+
+    fn merge(&mut self, o: &TargetTotals) {
+        self.requests += o.requests;
+        self.failed += o.failed;
+        for &(code, n) in &o.status {
+            match self.status.iter_mut().find(|(c, _)| *c == code) {
+                Some((_, m)) => *m += n,
+                None => self.status.push((code, n)),
+            }
+        }
+        let _ = self.hist.add(&o.hist);
+    }
 }
 
 impl Default for Totals {
@@ -72,6 +109,7 @@ impl Default for Totals {
             cpu: Duration::ZERO,
             wall: Duration::ZERO,
             tls_failure: None,
+            per_target: Vec::new(),
         }
     }
 }
@@ -95,6 +133,13 @@ impl Totals {
         self.wall += o.wall;
         if self.tls_failure.is_none() {
             self.tls_failure.clone_from(&o.tls_failure);
+        }
+        if self.per_target.len() < o.per_target.len() {
+            self.per_target
+                .resize_with(o.per_target.len(), TargetTotals::new);
+        }
+        for (a, b) in self.per_target.iter_mut().zip(&o.per_target) {
+            a.merge(b);
         }
     }
 }
@@ -121,7 +166,17 @@ pub(crate) struct Recorder {
 }
 
 impl Recorder {
-    pub fn new(thread: usize, tx: Sender<Msg>, open_loop: bool, record_start: Instant) -> Self {
+    pub fn new(
+        thread: usize,
+        tx: Sender<Msg>,
+        open_loop: bool,
+        record_start: Instant,
+        targets: usize,
+    ) -> Self {
+        let mut totals = Totals::default();
+        if targets > 1 {
+            totals.per_target = (0..targets).map(|_| TargetTotals::new()).collect();
+        }
         Recorder {
             thread,
             tx,
@@ -132,7 +187,7 @@ impl Recorder {
             sec_bytes: 0,
             second: 0,
             second_start: record_start,
-            totals: Totals::default(),
+            totals,
         }
     }
 
@@ -153,8 +208,17 @@ impl Recorder {
         self.sec_bytes += c.bytes;
         let slot = usize::from(c.status);
         self.totals.status[if slot < STATUS_SLOTS { slot } else { 0 }] += 1;
-        self.interval
-            .saturating_record(micros(now.saturating_duration_since(sent.intended)));
+        let latency = micros(now.saturating_duration_since(sent.intended));
+        self.interval.saturating_record(latency);
+        if let Some(t) = self.totals.per_target.get_mut(sent.target as usize) {
+            t.requests += 1;
+            t.failed += u64::from(c.status >= 400);
+            match t.status.iter_mut().find(|(s, _)| *s == c.status) {
+                Some((_, n)) => *n += 1,
+                None => t.status.push((c.status, 1)),
+            }
+            t.hist.saturating_record(latency);
+        }
         if let Some(h) = &mut self.interval_unc {
             h.saturating_record(micros(now.saturating_duration_since(sent.written)));
         }

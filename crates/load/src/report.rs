@@ -109,6 +109,21 @@ pub struct Step {
     pub passed: Option<bool>,
 }
 
+/// One target of a run with several: its own rate, latency and statuses.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TargetReport {
+    pub name: String,
+    pub method: String,
+    pub url: String,
+    pub requests: u64,
+    pub rps: f64,
+    /// Responses with a status of 400 or more (transport errors are counted for the
+    /// run as a whole: a failed connection has no target).
+    pub errors: u64,
+    pub status: BTreeMap<String, u64>,
+    pub latency_ms: Latency,
+}
+
 /// What kind of run produced a report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -160,6 +175,9 @@ pub struct Report {
     pub tls_failure: Option<String>,
     /// The I/O engine that ran the connections: `epoll` or `uring`.
     pub io: Io,
+    /// Per target, when the run has more than one (a request mix or several URLs).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<TargetReport>,
     #[serde(skip)]
     histogram: Histogram<u64>,
     #[serde(skip)]
@@ -239,7 +257,22 @@ impl Report {
                 error_kinds.tls
             ));
         }
+        let targets = totals
+            .per_target
+            .iter()
+            .map(|t| TargetReport {
+                name: String::new(),
+                method: String::new(),
+                url: String::new(),
+                requests: t.requests,
+                rps: per_sec(t.requests as f64),
+                errors: t.failed,
+                status: t.status.iter().map(|(c, n)| (c.to_string(), *n)).collect(),
+                latency_ms: Latency::from_histogram(&t.hist),
+            })
+            .collect();
         Report {
+            targets,
             requests: totals.requests,
             duration_s: elapsed,
             rps: per_sec(totals.requests as f64),

@@ -9,6 +9,7 @@
 use crate::error::SpecError;
 use crate::spec::LoadSpec;
 use crate::spec::{uring_misfit, IoChoice};
+use crate::targets::{self, TargetDef};
 use crate::tls::{client_config, server_name, TlsTarget};
 use crate::url::{Scheme, Target};
 use rustls::pki_types::ServerName;
@@ -26,6 +27,12 @@ pub(crate) struct PreparedTarget {
     pub batch: Box<[u8]>,
     /// HEAD requests get responses without a body whatever the headers say.
     pub head: bool,
+    /// For the per-target report: its name, method and URL.
+    pub name: String,
+    pub method: String,
+    pub url: String,
+    /// Its share under `weighted` order.
+    pub weight: u32,
 }
 
 /// URLs that share one address and scheme (and, for TLS, server name): a connection
@@ -35,6 +42,8 @@ pub(crate) struct Group {
     pub addr: SocketAddr,
     /// `unix_socket`: connect here instead of `addr` (then unspecified).
     pub unix: Option<std::path::PathBuf>,
+    /// Running sums of the targets' weights (`weighted` order).
+    pub cum: Vec<u64>,
     /// `https://`: how to set up TLS on a connection of this group.
     pub tls: Option<Arc<TlsTarget>>,
     pub targets: Vec<usize>,
@@ -46,6 +55,7 @@ pub(crate) struct Prepared {
     pub targets: Vec<PreparedTarget>,
     pub groups: Vec<Group>,
     pub random: bool,
+    pub weighted: bool,
     pub pipeline: usize,
     pub keepalive: bool,
 }
@@ -95,9 +105,27 @@ pub(crate) fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
         })?),
         (None, None) => None,
     };
-    let mut targets = Vec::with_capacity(urls.len());
-    let mut tls_names: Vec<Option<ServerName<'static>>> = Vec::with_capacity(urls.len());
-    for u in &urls {
+    // The requests: the URLs with the run's method, headers and body, or a mix.
+    let defs: Vec<TargetDef> = match &spec.targets {
+        Some(path) => targets::read(path, spec.targets_format)?,
+        None => urls
+            .iter()
+            .enumerate()
+            .map(|(i, u)| TargetDef {
+                name: u.clone(),
+                weight: 1,
+                method: spec.method.clone(),
+                url: u.clone(),
+                headers: Vec::new(),
+                body: body.clone(),
+                line: i + 1,
+            })
+            .collect(),
+    };
+    let mut targets = Vec::with_capacity(defs.len());
+    let mut tls_names: Vec<Option<ServerName<'static>>> = Vec::with_capacity(defs.len());
+    for d in &defs {
+        let u = &d.url;
         let t = Target::parse(u)?;
         tls_names.push(match t.scheme {
             Scheme::Http => None,
@@ -118,13 +146,17 @@ pub(crate) fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
                 host: t.host.clone(),
                 source: std::io::Error::other("no address"),
             })?;
-        let request = serialize(spec, &t, body.as_deref());
+        let request = serialize(spec, &t, d);
         let batch = request.repeat(spec.pipeline).into_boxed_slice();
         targets.push(PreparedTarget {
             addr,
             request: request.into_boxed_slice(),
             batch,
-            head: spec.method.eq_ignore_ascii_case("HEAD"),
+            head: d.method.eq_ignore_ascii_case("HEAD"),
+            name: d.name.clone(),
+            method: d.method.clone(),
+            url: d.url.clone(),
+            weight: d.weight,
         });
     }
     // One TLS config for the run (it holds the session cache), built only when needed:
@@ -141,6 +173,7 @@ pub(crate) fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
             None => groups.push(Group {
                 addr: t.addr,
                 unix: spec.unix_socket.clone(),
+                cum: Vec::new(),
                 tls: name.zip(tls.as_ref()).map(|(name, (config, hint))| {
                     Arc::new(TlsTarget {
                         config: Arc::clone(config),
@@ -157,24 +190,40 @@ pub(crate) fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
             return Err(SpecError::Conflict(why.into()));
         }
     }
+    for g in &mut groups {
+        let mut sum = 0;
+        g.cum = g
+            .targets
+            .iter()
+            .map(|&i| {
+                sum += u64::from(targets[i].weight);
+                sum
+            })
+            .collect();
+    }
     Ok(Prepared {
         targets,
         groups,
         random: spec.random,
+        weighted: spec.weighted,
         pipeline: spec.pipeline,
         keepalive: spec.keepalive,
     })
 }
 
-/// The bytes of one request.
-pub(crate) fn serialize(spec: &LoadSpec, t: &Target, body: Option<&[u8]>) -> Vec<u8> {
-    let has = |name: &str| {
-        spec.headers
-            .iter()
-            .any(|(n, _)| n.eq_ignore_ascii_case(name))
-    };
+/// The bytes of one request: the target's method, the run's headers then the
+/// target's own (one of the target's replaces the run's of the same name), its body.
+pub(crate) fn serialize(spec: &LoadSpec, t: &Target, d: &TargetDef) -> Vec<u8> {
+    let headers: Vec<&(String, String)> = spec
+        .headers
+        .iter()
+        .filter(|(n, _)| !d.headers.iter().any(|(m, _)| m.eq_ignore_ascii_case(n)))
+        .chain(d.headers.iter())
+        .collect();
+    let has = |name: &str| headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+    let body = d.body.as_deref();
     let mut out = Vec::with_capacity(128 + body.map_or(0, <[u8]>::len));
-    out.extend_from_slice(spec.method.as_bytes());
+    out.extend_from_slice(d.method.as_bytes());
     out.push(b' ');
     out.extend_from_slice(t.path.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\n");
@@ -183,7 +232,7 @@ pub(crate) fn serialize(spec: &LoadSpec, t: &Target, body: Option<&[u8]>) -> Vec
         out.extend_from_slice(t.authority.as_bytes());
         out.extend_from_slice(b"\r\n");
     }
-    for (n, v) in &spec.headers {
+    for (n, v) in &headers {
         out.extend_from_slice(n.as_bytes());
         out.extend_from_slice(b": ");
         out.extend_from_slice(v.as_bytes());
@@ -215,7 +264,16 @@ mod tests {
         spec.headers = vec![("X-A".into(), "b".into())];
         spec.keepalive = false;
         let t = Target::parse(&spec.urls[0]).unwrap();
-        let bytes = serialize(&spec, &t, Some(b"hello"));
+        let d = TargetDef {
+            name: String::new(),
+            weight: 1,
+            method: spec.method.clone(),
+            url: spec.urls[0].clone(),
+            headers: Vec::new(),
+            body: Some(b"hello".to_vec()),
+            line: 1,
+        };
+        let bytes = serialize(&spec, &t, &d);
         assert_eq!(
             String::from_utf8(bytes).unwrap(),
             "POST /x?y=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nX-A: b\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello"

@@ -81,6 +81,14 @@ pub struct LoadSpec {
     pub urls_file: Option<PathBuf>,
     /// Pick URLs at random instead of round-robin.
     pub random: bool,
+    /// A request mix: each target its own method, URL, headers and body
+    /// (`crate::targets`); the URLs above then are not used.
+    pub targets: Option<PathBuf>,
+    /// The targets file's format (`None`: detected from its first line).
+    pub targets_format: Option<crate::targets::TargetsFormat>,
+    /// `weighted`: targets picked at random in proportion to their `# weight:`
+    /// (`random` picks uniformly; the default goes round-robin).
+    pub weighted: bool,
     /// Request method.
     pub method: String,
     /// Extra request headers.
@@ -143,6 +151,9 @@ impl Default for LoadSpec {
             urls: Vec::new(),
             urls_file: None,
             random: false,
+            targets: None,
+            targets_format: None,
+            weighted: false,
             method: "GET".into(),
             headers: Vec::new(),
             body: None,
@@ -226,9 +237,9 @@ impl LoadSpec {
 
     /// Checks every value; the URLs are parsed too. Nothing is sent.
     pub fn validate(&self) -> Result<(), SpecError> {
-        if self.urls.is_empty() && self.urls_file.is_none() {
+        if self.urls.is_empty() && self.urls_file.is_none() && self.targets.is_none() {
             return Err(SpecError::Conflict(
-                "no URL given (a URL or a URL file is required)".into(),
+                "no URL given (a URL, a URL file or a targets file is required)".into(),
             ));
         }
         for u in &self.urls {
@@ -377,6 +388,9 @@ struct RawSpec {
     urls: Option<Vec<String>>,
     urls_file: Option<PathBuf>,
     random: Option<bool>,
+    targets: Option<PathBuf>,
+    targets_format: Option<String>,
+    order: Option<String>,
     method: Option<String>,
     headers: Option<RawHeaders>,
     body: Option<String>,
@@ -469,7 +483,24 @@ impl TryFrom<RawSpec> for LoadSpec {
         let spec = LoadSpec {
             urls,
             urls_file: r.urls_file,
-            random: r.random.unwrap_or(false),
+            random: r.random.unwrap_or(false) || r.order.as_deref() == Some("random"),
+            weighted: match r.order.as_deref() {
+                None | Some("sequential" | "random") => false,
+                Some("weighted") => true,
+                Some(o) => {
+                    return Err(SpecError::value(
+                        "order",
+                        o,
+                        "sequential, random or weighted",
+                    ))
+                }
+            },
+            targets: r.targets,
+            targets_format: r
+                .targets_format
+                .as_deref()
+                .map(crate::targets::TargetsFormat::parse)
+                .transpose()?,
             method: r.method.unwrap_or(d.method),
             headers,
             body: r.body.map(String::into_bytes),

@@ -77,6 +77,30 @@ pub fn render(r: &Report) -> String {
     if let Some(u) = &r.latency_uncorrected_ms {
         latency_row(&mut s, "uncorrected", u);
     }
+    if !r.targets.is_empty() {
+        let _ = writeln!(s);
+        let _ = writeln!(
+            s,
+            "  {:<28} {:>9} {:>11} {:>9} {:>9} {:>9} {:>7}  status",
+            "Target", "requests", "req/s", "p50 ms", "p99 ms", "max ms", "errors"
+        );
+        for t in &r.targets {
+            let status: Vec<String> = t.status.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+            let name: String = t.name.chars().take(28).collect();
+            let _ = writeln!(
+                s,
+                "  {:<28} {:>9} {:>11.2} {:>9.3} {:>9.3} {:>9.3} {:>7}  {}",
+                name,
+                t.requests,
+                t.rps,
+                t.latency_ms.p50,
+                t.latency_ms.p99,
+                t.latency_ms.max,
+                t.errors,
+                status.join(", ")
+            );
+        }
+    }
     if !r.steps.is_empty() {
         let _ = writeln!(s);
         let _ = writeln!(

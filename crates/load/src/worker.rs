@@ -142,15 +142,23 @@ impl<D: Driver> Core<D> {
         if targets.len() == 1 {
             return targets[0];
         }
-        let k = if prepared.random {
+        let k = if prepared.random || prepared.weighted {
             // xorshift64: uniform enough for URL choice, no allocation, no locking.
             self.rng ^= self.rng << 13;
             self.rng ^= self.rng >> 7;
             self.rng ^= self.rng << 17;
-            (self.rng % targets.len() as u64) as usize
+            if prepared.weighted {
+                let cum = &prepared.groups[slot.group].cum;
+                let x = self.rng % cum.last().copied().unwrap_or(1).max(1);
+                cum.partition_point(|&c| c <= x)
+            } else {
+                (self.rng % targets.len() as u64) as usize
+            }
         } else {
+            // In file order from the first target on.
+            let k = slot.cursor % targets.len();
             slot.cursor = slot.cursor.wrapping_add(1);
-            slot.cursor % targets.len()
+            k
         };
         targets[k]
     }
@@ -171,6 +179,7 @@ impl<D: Driver> Core<D> {
             written: now,
             record,
             head: prepared.targets[t].head,
+            target: t as u32,
         };
         self.slots[i]
             .conn
@@ -249,7 +258,13 @@ pub(crate) struct Worker<D: Driver> {
 impl<D: Driver> Worker<D> {
     pub fn new(cfg: WorkerConfig, model: Model) -> io::Result<Self> {
         let open = matches!(model, Model::Open(_));
-        let rec = Recorder::new(cfg.thread, cfg.tx.clone(), open, cfg.record_start);
+        let rec = Recorder::new(
+            cfg.thread,
+            cfg.tx.clone(),
+            open,
+            cfg.record_start,
+            cfg.prepared.targets.len(),
+        );
         let rng =
             0x9E37_79B9_7F4A_7C15 ^ (cfg.thread as u64 + 1).wrapping_mul(0x2545_F491_4F6C_DD1D);
         Ok(Worker {

@@ -144,6 +144,25 @@ pub fn measurement(r: &perflab_load::Report) -> Measurement {
             "lower",
         ),
     ];
+    // A mix or several URLs: each target's rate, p50, p99 and errors, so `perflab
+    // show`, `compare` and the report list them.
+    for t in &r.targets {
+        let m = |what: &str| format!("target.{}.{what}", t.name);
+        metrics.push(MetricValue::new(&m("rps"), "req/s", t.rps, "higher"));
+        metrics.push(MetricValue::new(
+            &m("latency_p50_ms"),
+            "ms",
+            t.latency_ms.p50,
+            "lower",
+        ));
+        metrics.push(MetricValue::new(
+            &m("latency_p99_ms"),
+            "ms",
+            t.latency_ms.p99,
+            "lower",
+        ));
+        metrics.push(MetricValue::new(&m("errors"), "", t.errors as f64, "lower"));
+    }
     // `find_max`: the highest rate that met the SLO.
     if let Some(max) = r.max_rate {
         metrics.push(MetricValue::new("max_rate", "req/s", max, "higher"));

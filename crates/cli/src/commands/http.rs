@@ -41,7 +41,7 @@ Exit codes: 0 ok, 1 could not run, 2 bad input (nothing was sent),
 #[command(after_help = HTTP_HELP)]
 pub struct HttpArgs {
     /// Target URL: http[s]://HOST[:PORT][/PATH].
-    #[arg(value_name = "URL", required_unless_present = "urls_file")]
+    #[arg(value_name = "URL", required_unless_present_any = ["urls_file", "targets"])]
     pub url: Option<String>,
 
     /// Connections (open loop: the initial connections).
@@ -127,6 +127,22 @@ pub struct HttpArgs {
     #[arg(long, value_name = "FILE")]
     pub urls_file: Option<PathBuf>,
 
+    /// A request mix: each target its own method, URL, headers and body — vegeta's
+    /// HTTP format (`METHOD URL`, header lines, `@body-file`, blank line between),
+    /// vegeta's JSON lines, or siege's (`URL [POST|PUT] [body | <file]`, `NAME=value`).
+    /// `# name: NAME weight: N` before a target names and weighs it.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["url", "urls_file"])]
+    pub targets: Option<PathBuf>,
+
+    /// The targets file's format: http, json or siege [default: detected].
+    #[arg(long, value_name = "FORMAT", requires = "targets")]
+    pub targets_format: Option<String>,
+
+    /// The order of targets or URLs: sequential (round-robin in file order), random,
+    /// or weighted (random in proportion to each target's `# weight:`).
+    #[arg(long, value_name = "ORDER", value_parser = ["sequential", "random", "weighted"])]
+    pub order: Option<String>,
+
     /// Pick URLs at random instead of round-robin.
     #[arg(long)]
     pub random: bool,
@@ -181,7 +197,14 @@ pub fn spec_from_args(a: &HttpArgs) -> Result<LoadSpec, SpecError> {
     let spec = LoadSpec {
         urls: a.url.iter().cloned().collect(),
         urls_file: a.urls_file.clone(),
-        random: a.random,
+        random: a.random || a.order.as_deref() == Some("random"),
+        weighted: a.order.as_deref() == Some("weighted"),
+        targets: a.targets.clone(),
+        targets_format: a
+            .targets_format
+            .as_deref()
+            .map(perflab_load::targets::TargetsFormat::parse)
+            .transpose()?,
         method: a.method.clone(),
         headers: a
             .headers
