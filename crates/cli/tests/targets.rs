@@ -191,6 +191,26 @@ fn weights_and_json_lines_and_per_target_errors() {
         .cloned()
         .collect();
     assert!(posts.iter().all(|s| s.body == b"hello"));
+    // Per-target thresholds: the rare target's 404s fail its own, not the other's.
+    let f = file.to_str().unwrap();
+    let out = lab.run(&[
+        "http",
+        "--targets",
+        f,
+        "-n",
+        "200",
+        "--threshold",
+        "target=often:errors<1",
+        "--threshold",
+        "target=rare:error_rate<50%",
+        "--threshold",
+        "target=rare:p99<10s",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(text.contains("ok    target=often:errors<1"), "{text}");
+    assert!(text.contains("FAIL  target=rare:error_rate<50%"), "{text}");
+    assert!(text.contains("ok    target=rare:p99<10s"), "{text}");
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! Pass/fail thresholds on a finished run (k6's `thresholds`): `p99<20ms`,
-//! `mean<=5ms`, `max<1s`, `error_rate<0.1%`, `errors<1`, `rps>5000`, `mbps>=100`.
+//! `mean<=5ms`, `max<1s`, `error_rate<0.1%`, `errors<1`, `rps>5000`, `mbps>=100`, and
+//! on one target of a request mix, `target=NAME:p99<20ms`.
 //!
 //! The latency statistics use the same words as `--slo` (`pNN`, `mean`, `max`) and are
 //! read from the run's merged histogram, so any percentile works; in the open loop that
@@ -65,6 +66,8 @@ pub struct Threshold {
     pub op: Op,
     /// In the quantity's unit: ms for latency, a fraction for `error_rate`.
     pub limit: f64,
+    /// `target=NAME:`: judged on one target of a request mix.
+    pub target: Option<String>,
 }
 
 const EXPECTED: &str = "a threshold like p99<20ms, mean<=5ms, max<1s, error_rate<0.1%, \
@@ -80,13 +83,17 @@ impl Threshold {
             .find_map(|(t, op)| text.find(t).map(|i| ((i, t.len()), *op)))
             .ok_or_else(err)?;
         let (lhs, rhs) = (text[..at.0].trim(), text[at.0 + at.1..].trim());
-        if lhs.starts_with("target=") {
-            return Err(SpecError::value(
-                "threshold",
-                text,
-                "a threshold on the whole run: per-target thresholds need request mixes (--targets), which this version does not have",
-            ));
-        }
+        // `target=NAME:p99<20ms`: the name may hold anything but the last `:`.
+        let (target, lhs) = match lhs.strip_prefix("target=") {
+            Some(rest) => {
+                let (name, stat) = rest.rsplit_once(':').ok_or_else(err)?;
+                if name.is_empty() {
+                    return Err(err());
+                }
+                (Some(name.to_string()), stat.trim())
+            }
+            None => (None, lhs),
+        };
         let quantity = match lhs.to_ascii_lowercase().as_str() {
             "mean" | "avg" => Quantity::Latency(Statistic::Mean),
             "max" => Quantity::Latency(Statistic::Max),
@@ -118,18 +125,27 @@ impl Threshold {
                 .filter(|v| v.is_finite() && *v >= 0.0)
                 .ok_or_else(err)?,
         };
+        if target.is_some() && !per_target(quantity) {
+            return Err(SpecError::value(
+                "threshold",
+                text,
+                "a per-target threshold on p50, p75, p90, p99, p99.9, p99.99, mean, max, rps, \
+                 errors or error_rate",
+            ));
+        }
         Ok(Threshold {
             text: text.to_string(),
             quantity,
             op,
             limit,
+            target,
         })
     }
 
     /// The stored metric this threshold reads in an experiment (`latency_p99_ms`, `rps`,
     /// ...), the name the http workload records it under.
     pub fn metric(&self) -> String {
-        match self.quantity {
+        let base = match self.quantity {
             Quantity::Latency(Statistic::Mean) => "latency_mean_ms".into(),
             Quantity::Latency(Statistic::Max) => "latency_max_ms".into(),
             Quantity::Latency(Statistic::Percentile(p)) => {
@@ -139,6 +155,10 @@ impl Threshold {
             Quantity::ErrorRate => "error_rate".into(),
             Quantity::Errors => "errors".into(),
             Quantity::Mbps => "mbps".into(),
+        };
+        match &self.target {
+            Some(t) => format!("target.{t}.{base}"),
+            None => base,
         }
     }
 
@@ -153,8 +173,31 @@ impl Threshold {
         }
     }
 
-    /// The run's value of the quantity.
+    /// The run's value of the quantity (NaN for a target the run does not have).
     pub fn value(&self, r: &Report) -> f64 {
+        if let Some(name) = &self.target {
+            let Some(t) = r.targets.iter().find(|t| &t.name == name) else {
+                return f64::NAN;
+            };
+            let l = &t.latency_ms;
+            return match self.quantity {
+                Quantity::Latency(Statistic::Mean) => l.mean,
+                Quantity::Latency(Statistic::Max) => l.max,
+                Quantity::Latency(Statistic::Percentile(p)) => match percentile_name(p).as_str() {
+                    "50" => l.p50,
+                    "75" => l.p75,
+                    "90" => l.p90,
+                    "99" => l.p99,
+                    "999" => l.p999,
+                    "9999" => l.p9999,
+                    _ => f64::NAN,
+                },
+                Quantity::Rps => t.rps,
+                Quantity::Errors => t.errors as f64,
+                Quantity::ErrorRate => t.errors as f64 / (t.requests.max(1)) as f64,
+                Quantity::Mbps => f64::NAN,
+            };
+        }
         match self.quantity {
             Quantity::Latency(stat) => latency_ms(r.histogram(), stat),
             Quantity::Rps => r.rps,
@@ -179,6 +222,18 @@ impl Threshold {
 impl fmt::Display for Threshold {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.text)
+    }
+}
+
+/// What a per-target threshold can read: the target report's fixed percentiles and
+/// counts.
+fn per_target(q: Quantity) -> bool {
+    match q {
+        Quantity::Latency(Statistic::Percentile(p)) => {
+            ["50", "75", "90", "99", "999", "9999"].contains(&percentile_name(p).as_str())
+        }
+        Quantity::Mbps => false,
+        _ => true,
     }
 }
 
@@ -318,10 +373,14 @@ mod tests {
             let e = Threshold::parse(bad).unwrap_err().to_string();
             assert!(e.contains("threshold"), "{bad}: {e}");
         }
-        let e = Threshold::parse("target=login:p99<20ms")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("per-target"), "{e}");
+        let t = Threshold::parse("target=login:p99<20ms").unwrap();
+        assert_eq!(t.target.as_deref(), Some("login"));
+        assert_eq!(t.metric(), "target.login.latency_p99_ms");
+        let t = Threshold::parse("target=GET http://h:1/a:errors<1").unwrap();
+        assert_eq!(t.target.as_deref(), Some("GET http://h:1/a"));
+        for bad in ["target=x:p95<1ms", "target=x:mbps>1", "target=:p99<1ms"] {
+            assert!(Threshold::parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

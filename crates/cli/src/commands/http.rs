@@ -94,7 +94,8 @@ pub struct HttpArgs {
 
     /// Pass/fail on the finished run (repeatable): 'p99<20ms', 'mean<=5ms',
     /// 'error_rate<0.1%', 'errors<1', 'rps>5000', 'mbps>=100'; exits 3 when one fails.
-    /// In the open loop latency thresholds judge the corrected latency.
+    /// In the open loop latency thresholds judge the corrected latency. With --targets,
+    /// 'target=NAME:p99<20ms' judges one target.
     #[arg(long = "threshold", value_name = "EXPR")]
     pub thresholds: Vec<String>,
 
