@@ -287,8 +287,14 @@ struct JsonTarget {
     body: Option<String>,
 }
 
-fn json(ctx: &Ctx<'_>, text: &str) -> Result<Vec<TargetDef>, SpecError> {
-    let mut out = Vec::new();
+/// Calls `f` with each meaningful line of a line-per-target format (numbered from 1,
+/// trimmed) and the `# name: weight:` comment before it; other comments and blank
+/// lines are skipped.
+fn each_line(
+    ctx: &Ctx<'_>,
+    text: &str,
+    mut f: impl FnMut(usize, &str, &mut Meta) -> Result<(), SpecError>,
+) -> Result<(), SpecError> {
     let mut meta = Meta::default();
     for (i, line) in text.lines().enumerate() {
         let n = i + 1;
@@ -302,6 +308,14 @@ fn json(ctx: &Ctx<'_>, text: &str) -> Result<Vec<TargetDef>, SpecError> {
             }
             continue;
         }
+        f(n, line, &mut meta)?;
+    }
+    Ok(())
+}
+
+fn json(ctx: &Ctx<'_>, text: &str) -> Result<Vec<TargetDef>, SpecError> {
+    let mut out = Vec::new();
+    each_line(ctx, text, |n, line, meta| {
         let t: JsonTarget = serde_json::from_str(line)
             .map_err(|e| ctx.err(n, format!("not a vegeta JSON target: {e}")))?;
         if !is_method(&t.method) {
@@ -315,8 +329,7 @@ fn json(ctx: &Ctx<'_>, text: &str) -> Result<Vec<TargetDef>, SpecError> {
             .map(|b| base64::engine::general_purpose::STANDARD.decode(b.as_bytes()))
             .transpose()
             .map_err(|e| ctx.err(n, format!("the body is not base64: {e}")))?;
-        let (name, weight, method, url, line) =
-            finish(std::mem::take(&mut meta), t.method, t.url, n);
+        let (name, weight, method, url, line) = finish(std::mem::take(meta), t.method, t.url, n);
         let headers = t
             .header
             .into_iter()
@@ -331,7 +344,8 @@ fn json(ctx: &Ctx<'_>, text: &str) -> Result<Vec<TargetDef>, SpecError> {
             body,
             line,
         });
-    }
+        Ok(())
+    })?;
     Ok(out)
 }
 
@@ -375,20 +389,8 @@ fn expand(
 
 fn siege(ctx: &Ctx<'_>, text: &str) -> Result<Vec<TargetDef>, SpecError> {
     let mut out = Vec::new();
-    let mut meta = Meta::default();
     let mut vars = BTreeMap::new();
-    for (i, raw) in text.lines().enumerate() {
-        let n = i + 1;
-        let line = raw.trim();
-        if line.is_empty() {
-            continue;
-        }
-        if line.starts_with('#') {
-            if let Some(m) = Meta::parse(ctx, n, line)? {
-                meta = m;
-            }
-            continue;
-        }
+    each_line(ctx, text, |n, line, meta| {
         if let Some((name, value)) = line.split_once('=') {
             let name = name.trim();
             if !name.is_empty()
@@ -397,7 +399,7 @@ fn siege(ctx: &Ctx<'_>, text: &str) -> Result<Vec<TargetDef>, SpecError> {
             {
                 let value = expand(ctx, n, value.trim(), &vars)?;
                 vars.insert(name.to_string(), value);
-                continue;
+                return Ok(());
             }
         }
         let line = expand(ctx, n, line, &vars)?;
@@ -428,7 +430,7 @@ fn siege(ctx: &Ctx<'_>, text: &str) -> Result<Vec<TargetDef>, SpecError> {
                 ))
             }
         };
-        let (name, weight, method, url, line) = finish(std::mem::take(&mut meta), method, url, n);
+        let (name, weight, method, url, line) = finish(std::mem::take(meta), method, url, n);
         out.push(TargetDef {
             name,
             weight,
@@ -438,7 +440,8 @@ fn siege(ctx: &Ctx<'_>, text: &str) -> Result<Vec<TargetDef>, SpecError> {
             body,
             line,
         });
-    }
+        Ok(())
+    })?;
     Ok(out)
 }
 
