@@ -67,6 +67,7 @@ pub(crate) fn table_spec(
     Ok(match kind {
         "http" => WorkloadSpec::Http(table),
         "disk" => WorkloadSpec::Disk(table),
+        "compress" => WorkloadSpec::Compress(table),
         _ => WorkloadSpec::Scimark(table),
     })
 }

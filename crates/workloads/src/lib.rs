@@ -7,6 +7,7 @@
 //! library.
 
 pub mod command;
+pub mod compress;
 pub mod cpuset;
 pub mod disk;
 pub mod http;

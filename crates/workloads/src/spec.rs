@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::command::CommandWorkload;
+use crate::compress::CompressSpec;
 use crate::cpuset::CpuSet;
 use crate::disk::DiskSpec;
 use crate::http::HttpWorkload;
@@ -22,7 +23,7 @@ use crate::scimark::ScimarkSpec;
 use crate::{Workload, WorkloadError};
 
 /// Workload kinds, as written in experiment files.
-pub const KINDS: &[&str] = &["command", "http", "scimark", "disk"];
+pub const KINDS: &[&str] = &["command", "http", "scimark", "disk", "compress"];
 
 /// One trial's workload, rendered: no placeholders left.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -33,6 +34,7 @@ pub enum KindSpec {
     Http(serde_json::Value),
     Scimark(ScimarkSpec),
     Disk(DiskSpec),
+    Compress(CompressSpec),
 }
 
 impl KindSpec {
@@ -55,6 +57,11 @@ impl KindSpec {
                 s.validate().map_err(|e| e.to_string())?;
                 Ok(KindSpec::Disk(s))
             }
+            "compress" => {
+                let s: CompressSpec = serde_json::from_value(options).map_err(de)?;
+                s.validate()?;
+                Ok(KindSpec::Compress(s))
+            }
             other => Err(format!(
                 "kind {other:?}: expected one of {}",
                 KINDS.join(", ")
@@ -69,6 +76,7 @@ impl KindSpec {
             KindSpec::Http(_) => "http",
             KindSpec::Scimark(_) => "scimark",
             KindSpec::Disk(_) => "disk",
+            KindSpec::Compress(_) => "compress",
         }
     }
 
@@ -81,6 +89,7 @@ impl KindSpec {
             }
             KindSpec::Scimark(s) => Box::new(s.clone()),
             KindSpec::Disk(s) => Box::new(s.clone()),
+            KindSpec::Compress(s) => Box::new(s.clone()),
         })
     }
 
@@ -90,6 +99,10 @@ impl KindSpec {
         match kind {
             "command" => command_metrics.to_vec(),
             "http" => crate::http::METRICS.iter().map(|s| s.to_string()).collect(),
+            "compress" => crate::compress::METRICS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
             other => Self::primary(other, command_metrics),
         }
     }
@@ -103,6 +116,7 @@ impl KindSpec {
             "http" => crate::http::PRIMARY,
             "scimark" => crate::scimark::PRIMARY,
             "disk" => crate::disk::PRIMARY,
+            "compress" => &["compress_mb_s", "decompress_mb_s"],
             _ => &[],
         };
         let mut out: Vec<String> = fixed.iter().map(|s| s.to_string()).collect();

@@ -149,6 +149,8 @@ pub enum WorkloadSpec {
     Scimark(toml::Table),
     /// `kind = "disk"`: a `perflab_workloads::disk::DiskSpec` table.
     Disk(toml::Table),
+    /// `kind = "compress"`: a `perflab_workloads::compress::CompressSpec` table.
+    Compress(toml::Table),
 }
 
 /// Workload kinds, as written in files.
@@ -162,6 +164,7 @@ impl WorkloadSpec {
             WorkloadSpec::Http(_) => "http",
             WorkloadSpec::Scimark(_) => "scimark",
             WorkloadSpec::Disk(_) => "disk",
+            WorkloadSpec::Compress(_) => "compress",
         }
     }
 
@@ -270,7 +273,7 @@ impl Experiment {
                     Ok(WorkloadSpec::Command(command_spec(c, w)?))
                 })
             }
-            k @ ("http" | "scimark" | "disk") => {
+            k @ ("http" | "scimark" | "disk" | "compress") => {
                 let raw: RawFile<Spanned<toml::Table>> =
                     toml::from_str(text).map_err(|e| toml_error(&loc, &e))?;
                 build(&loc, raw, |c, w| crate::workload::table_spec(c, k, w))

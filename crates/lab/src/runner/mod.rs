@@ -259,7 +259,10 @@ fn programs_named(exp: &Experiment) -> Vec<String> {
     }
     match &exp.workload {
         WorkloadSpec::Command(c) => add(c.command.source()),
-        WorkloadSpec::Http(_) | WorkloadSpec::Scimark(_) | WorkloadSpec::Disk(_) => add("perflab"),
+        WorkloadSpec::Http(_)
+        | WorkloadSpec::Scimark(_)
+        | WorkloadSpec::Disk(_)
+        | WorkloadSpec::Compress(_) => add("perflab"),
     }
     for t in [&exp.prepare, &exp.cleanup, &exp.setup, &exp.teardown]
         .into_iter()

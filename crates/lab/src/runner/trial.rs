@@ -216,7 +216,8 @@ impl Runner<'_> {
             }),
             w @ (WorkloadSpec::Http(table)
             | WorkloadSpec::Scimark(table)
-            | WorkloadSpec::Disk(table)) => crate::workload::rendered(w.kind(), table, vars)?,
+            | WorkloadSpec::Disk(table)
+            | WorkloadSpec::Compress(table)) => crate::workload::rendered(w.kind(), table, vars)?,
         };
         let profiled = |reps: &[u32]| reps.is_empty() || reps.contains(&t.repetition);
         Ok(TrialSpec {
