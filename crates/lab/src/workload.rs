@@ -68,6 +68,7 @@ pub(crate) fn table_spec(
         "http" => WorkloadSpec::Http(table),
         "disk" => WorkloadSpec::Disk(table),
         "compress" => WorkloadSpec::Compress(table),
+        "mem" => WorkloadSpec::Mem(table),
         _ => WorkloadSpec::Scimark(table),
     })
 }

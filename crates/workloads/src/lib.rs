@@ -11,6 +11,7 @@ pub mod compress;
 pub mod cpuset;
 pub mod disk;
 pub mod http;
+pub mod mem;
 pub mod metrics;
 pub mod scimark;
 pub mod spec;

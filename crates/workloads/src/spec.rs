@@ -19,11 +19,12 @@ use crate::compress::CompressSpec;
 use crate::cpuset::CpuSet;
 use crate::disk::DiskSpec;
 use crate::http::HttpWorkload;
+use crate::mem::MemSpec;
 use crate::scimark::ScimarkSpec;
 use crate::{Workload, WorkloadError};
 
 /// Workload kinds, as written in experiment files.
-pub const KINDS: &[&str] = &["command", "http", "scimark", "disk", "compress"];
+pub const KINDS: &[&str] = &["command", "http", "scimark", "disk", "compress", "mem"];
 
 /// One trial's workload, rendered: no placeholders left.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -35,6 +36,7 @@ pub enum KindSpec {
     Scimark(ScimarkSpec),
     Disk(DiskSpec),
     Compress(CompressSpec),
+    Mem(MemSpec),
 }
 
 impl KindSpec {
@@ -62,6 +64,11 @@ impl KindSpec {
                 s.validate()?;
                 Ok(KindSpec::Compress(s))
             }
+            "mem" => {
+                let s: MemSpec = serde_json::from_value(options).map_err(de)?;
+                s.validate()?;
+                Ok(KindSpec::Mem(s))
+            }
             other => Err(format!(
                 "kind {other:?}: expected one of {}",
                 KINDS.join(", ")
@@ -77,6 +84,7 @@ impl KindSpec {
             KindSpec::Scimark(_) => "scimark",
             KindSpec::Disk(_) => "disk",
             KindSpec::Compress(_) => "compress",
+            KindSpec::Mem(_) => "mem",
         }
     }
 
@@ -90,6 +98,7 @@ impl KindSpec {
             KindSpec::Scimark(s) => Box::new(s.clone()),
             KindSpec::Disk(s) => Box::new(s.clone()),
             KindSpec::Compress(s) => Box::new(s.clone()),
+            KindSpec::Mem(s) => Box::new(s.clone()),
         })
     }
 
@@ -117,6 +126,7 @@ impl KindSpec {
             "scimark" => crate::scimark::PRIMARY,
             "disk" => crate::disk::PRIMARY,
             "compress" => &["compress_mb_s", "decompress_mb_s"],
+            "mem" => crate::mem::METRICS,
             _ => &[],
         };
         let mut out: Vec<String> = fixed.iter().map(|s| s.to_string()).collect();

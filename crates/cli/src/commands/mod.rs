@@ -9,6 +9,7 @@ pub mod doctor;
 pub mod export;
 pub mod http;
 pub mod import;
+pub mod mem;
 pub mod profile;
 pub mod report;
 pub mod run;

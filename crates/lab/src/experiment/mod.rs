@@ -151,6 +151,8 @@ pub enum WorkloadSpec {
     Disk(toml::Table),
     /// `kind = "compress"`: a `perflab_workloads::compress::CompressSpec` table.
     Compress(toml::Table),
+    /// `kind = "mem"`: a `perflab_workloads::mem::MemSpec` table.
+    Mem(toml::Table),
 }
 
 /// Workload kinds, as written in files.
@@ -165,6 +167,7 @@ impl WorkloadSpec {
             WorkloadSpec::Scimark(_) => "scimark",
             WorkloadSpec::Disk(_) => "disk",
             WorkloadSpec::Compress(_) => "compress",
+            WorkloadSpec::Mem(_) => "mem",
         }
     }
 
@@ -273,7 +276,7 @@ impl Experiment {
                     Ok(WorkloadSpec::Command(command_spec(c, w)?))
                 })
             }
-            k @ ("http" | "scimark" | "disk" | "compress") => {
+            k @ ("http" | "scimark" | "disk" | "compress" | "mem") => {
                 let raw: RawFile<Spanned<toml::Table>> =
                     toml::from_str(text).map_err(|e| toml_error(&loc, &e))?;
                 build(&loc, raw, |c, w| crate::workload::table_spec(c, k, w))

@@ -262,7 +262,8 @@ fn programs_named(exp: &Experiment) -> Vec<String> {
         WorkloadSpec::Http(_)
         | WorkloadSpec::Scimark(_)
         | WorkloadSpec::Disk(_)
-        | WorkloadSpec::Compress(_) => add("perflab"),
+        | WorkloadSpec::Compress(_)
+        | WorkloadSpec::Mem(_) => add("perflab"),
     }
     for t in [&exp.prepare, &exp.cleanup, &exp.setup, &exp.teardown]
         .into_iter()

@@ -217,7 +217,8 @@ impl Runner<'_> {
             w @ (WorkloadSpec::Http(table)
             | WorkloadSpec::Scimark(table)
             | WorkloadSpec::Disk(table)
-            | WorkloadSpec::Compress(table)) => crate::workload::rendered(w.kind(), table, vars)?,
+            | WorkloadSpec::Compress(table)
+            | WorkloadSpec::Mem(table)) => crate::workload::rendered(w.kind(), table, vars)?,
         };
         let profiled = |reps: &[u32]| reps.is_empty() || reps.contains(&t.repetition);
         Ok(TrialSpec {

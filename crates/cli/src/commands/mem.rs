@@ -1,0 +1,137 @@
+//! `perflab mem`: memory bandwidth by block size — an experiment over `op` × `block`
+//! run by the runner (interleaved repetitions, stored), `kind = "mem"`
+//! (crates/workloads/src/mem.rs) with its options as flags.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use perflab_analysis::summary::summarize_run;
+use perflab_lab::experiment::Experiment;
+use perflab_lab::runner::{self, RunOptions};
+use perflab_store::Store;
+use perflab_workloads::disk::ByteSize;
+use perflab_workloads::mem::OPS;
+
+use crate::exit::{self, InvalidInput};
+use crate::progress::Progress;
+use crate::Global;
+
+/// Memory bandwidth by block size: write (memset), read and copy (memcpy) over
+/// buffers from cache-sized to DRAM-sized, in GB/s (10^9 bytes) with intervals.
+///
+/// Examples:
+///   perflab mem                                       # 4K … 256M, write/read/copy
+///   perflab mem --block-size 4K,1M --op copy --threads all
+///   perflab mem --json > mem.json
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct MemArgs {
+    /// Block sizes (powers of 1024, comma-separated).
+    #[arg(
+        long,
+        short = 'b',
+        value_delimiter = ',',
+        default_value = "4K,32K,256K,1M,8M,64M,256M"
+    )]
+    pub block_size: Vec<String>,
+
+    /// Operations: write, read, copy (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "write,read,copy")]
+    pub op: Vec<String>,
+
+    /// Threads: a number, or `all` (every CPU this process may use).
+    #[arg(long, short = 't', default_value = "1")]
+    pub threads: String,
+
+    /// Seconds of passes per trial.
+    #[arg(long, default_value_t = 0.3)]
+    pub min_time: f64,
+
+    /// Repetitions per block size and operation (interleaved).
+    #[arg(long, short = 'r', default_value_t = 3)]
+    pub runs: u32,
+
+    /// Print the summary as JSON (the `show --json` contract).
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn experiment_text(a: &MemArgs) -> Result<String, InvalidInput> {
+    let mut blocks = Vec::new();
+    for b in &a.block_size {
+        let size: ByteSize = b
+            .parse()
+            .map_err(|e| InvalidInput(format!("--block-size {b:?}: {e}")))?;
+        if size.bytes() < 64 {
+            return Err(InvalidInput(format!(
+                "--block-size {b:?}: expected at least 64 bytes"
+            )));
+        }
+        blocks.push(size.to_string());
+    }
+    for op in &a.op {
+        if !OPS.contains(&op.as_str()) {
+            return Err(InvalidInput(format!(
+                "--op {op:?}: expected some of {}",
+                OPS.join(", ")
+            )));
+        }
+    }
+    let threads = match a.threads.as_str() {
+        "all" => 0,
+        t => t.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
+            InvalidInput(format!(
+                "--threads {t:?}: expected a number above 0 or `all`"
+            ))
+        })?,
+    };
+    if !(a.min_time > 0.0 && a.min_time <= 600.0) {
+        return Err(InvalidInput(format!(
+            "--min-time {}: expected more than 0 and at most 600 seconds",
+            a.min_time
+        )));
+    }
+    if a.runs == 0 {
+        return Err(InvalidInput("--runs must be at least 1".into()));
+    }
+    let q = |s: &str| toml::Value::String(s.to_string()).to_string();
+    let list = |v: &[String]| v.iter().map(|s| q(s)).collect::<Vec<_>>().join(", ");
+    Ok(format!(
+        "[experiment]\nname = \"mem\"\nrepetitions = {}\nwarmup = 0\norder = \"interleaved\"\nnoise_check = false\n\n\
+         [matrix]\nop = [{}]\nblock = [{}]\n\n[workload]\nkind = \"mem\"\nop = \"{{op}}\"\n\
+         block = \"{{block}}\"\nthreads = {threads}\nmin_time = {:?}\n",
+        a.runs,
+        list(&a.op),
+        list(&blocks),
+        a.min_time
+    ))
+}
+
+pub fn run(g: &Global, a: &MemArgs) -> anyhow::Result<ExitCode> {
+    let text = experiment_text(a)?;
+    let exp = Experiment::parse(std::path::Path::new("perflab-mem.toml"), &text)?;
+    let store = Store::open(&g.store)
+        .with_context(|| format!("cannot open the store {}", g.store.display()))?;
+    let flag = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
+    let progress = Progress::new(g.quiet);
+    let opts = RunOptions {
+        kind: Some("mem".into()),
+        ..Default::default()
+    };
+    let outcome = runner::run(&exp, &store, &opts, flag, &progress)?;
+    progress.finish();
+    let summary = summarize_run(&store, outcome.run_id, 0.95)?;
+    if a.json {
+        let v = crate::commands::show::json(&store, &summary)?;
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!(
+            "run {} · mem · {} thread(s) · store {}",
+            outcome.run_id,
+            a.threads,
+            g.store.display()
+        );
+        println!("{}", crate::format::summary_table(&summary));
+    }
+    Ok(ExitCode::from(exit::for_outcome(&outcome, "trials", "mem")))
+}
