@@ -91,9 +91,15 @@ impl MemSpec {
     }
 }
 
-/// One thread's passes: returns the bytes moved, or why a check failed. The buffers are
-/// filled before the clock starts, so no page fault is timed.
-fn passes(op: &str, block: usize, min_time: Duration) -> Result<u64, String> {
+/// One thread's passes: returns the bytes moved and the seconds they took, or why a
+/// check failed. The buffers are filled before the clock starts, so no page fault is
+/// timed; every thread starts its clock at `ready` (a barrier), after its own setup.
+fn passes(
+    op: &str,
+    block: usize,
+    min_time: Duration,
+    ready: &std::sync::Barrier,
+) -> Result<(u64, f64), String> {
     let words = block / 8;
     let mut a: Vec<u64> = match op {
         "copy" => (0..words as u64).collect(),
@@ -102,6 +108,7 @@ fn passes(op: &str, block: usize, min_time: Duration) -> Result<u64, String> {
     };
     let mut b = vec![0u64; if op == "copy" { words } else { 0 }];
     b.fill(u64::MAX); // touch every page
+    ready.wait();
     let start = Instant::now();
     let mut moved = 0u64;
     let mut pass = 0u64;
@@ -150,7 +157,7 @@ fn passes(op: &str, block: usize, min_time: Duration) -> Result<u64, String> {
         {
             Err("copy: a copy did not arrive whole".into())
         }
-        _ => Ok(moved),
+        _ => Ok((moved, start.elapsed().as_secs_f64())),
     }
 }
 
@@ -170,24 +177,25 @@ pub fn run(spec: &MemSpec) -> Result<MemResult, String> {
     let threads = spec.effective_threads();
     let min_time = Duration::from_secs_f64(spec.min_time);
     let barrier = std::sync::Barrier::new(threads);
-    let start = Instant::now();
-    let moved: Vec<Result<u64, String>> = std::thread::scope(|s| {
+    let results: Vec<Result<(u64, f64), String>> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..threads)
             .map(|_| {
                 let barrier = &barrier;
                 let op = spec.op.as_str();
-                s.spawn(move || {
-                    barrier.wait();
-                    passes(op, block, min_time)
-                })
+                s.spawn(move || passes(op, block, min_time, barrier))
             })
             .collect();
         hs.into_iter()
             .map(|h| h.join().unwrap_or_else(|_| Err("a thread panicked".into())))
             .collect()
     });
-    let seconds = start.elapsed().as_secs_f64();
-    let bytes = moved.into_iter().sum::<Result<u64, String>>()?;
+    let mut bytes = 0;
+    let mut seconds: f64 = 0.0;
+    for r in results {
+        let (b, s) = r?;
+        bytes += b;
+        seconds = seconds.max(s);
+    }
     Ok(MemResult {
         op: spec.op.clone(),
         block: block as u64,
