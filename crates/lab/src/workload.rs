@@ -69,6 +69,7 @@ pub(crate) fn table_spec(
         "disk" => WorkloadSpec::Disk(table),
         "compress" => WorkloadSpec::Compress(table),
         "mem" => WorkloadSpec::Mem(table),
+        "crypto" => WorkloadSpec::Crypto(table),
         _ => WorkloadSpec::Scimark(table),
     })
 }

@@ -9,6 +9,7 @@
 pub mod command;
 pub mod compress;
 pub mod cpuset;
+pub mod crypto;
 pub mod disk;
 pub mod http;
 pub mod mem;

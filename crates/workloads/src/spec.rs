@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::command::CommandWorkload;
 use crate::compress::CompressSpec;
 use crate::cpuset::CpuSet;
+use crate::crypto::CryptoSpec;
 use crate::disk::DiskSpec;
 use crate::http::HttpWorkload;
 use crate::mem::MemSpec;
@@ -24,7 +25,9 @@ use crate::scimark::ScimarkSpec;
 use crate::{Workload, WorkloadError};
 
 /// Workload kinds, as written in experiment files.
-pub const KINDS: &[&str] = &["command", "http", "scimark", "disk", "compress", "mem"];
+pub const KINDS: &[&str] = &[
+    "command", "http", "scimark", "disk", "compress", "mem", "crypto",
+];
 
 /// One trial's workload, rendered: no placeholders left.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,6 +40,7 @@ pub enum KindSpec {
     Disk(DiskSpec),
     Compress(CompressSpec),
     Mem(MemSpec),
+    Crypto(CryptoSpec),
 }
 
 impl KindSpec {
@@ -69,6 +73,11 @@ impl KindSpec {
                 s.validate()?;
                 Ok(KindSpec::Mem(s))
             }
+            "crypto" => {
+                let s: CryptoSpec = serde_json::from_value(options).map_err(de)?;
+                s.validate()?;
+                Ok(KindSpec::Crypto(s))
+            }
             other => Err(format!(
                 "kind {other:?}: expected one of {}",
                 KINDS.join(", ")
@@ -85,6 +94,7 @@ impl KindSpec {
             KindSpec::Disk(_) => "disk",
             KindSpec::Compress(_) => "compress",
             KindSpec::Mem(_) => "mem",
+            KindSpec::Crypto(_) => "crypto",
         }
     }
 
@@ -99,6 +109,7 @@ impl KindSpec {
             KindSpec::Disk(s) => Box::new(s.clone()),
             KindSpec::Compress(s) => Box::new(s.clone()),
             KindSpec::Mem(s) => Box::new(s.clone()),
+            KindSpec::Crypto(s) => Box::new(s.clone()),
         })
     }
 
@@ -127,6 +138,7 @@ impl KindSpec {
             "disk" => crate::disk::PRIMARY,
             "compress" => &["compress_mb_s", "decompress_mb_s"],
             "mem" => crate::mem::METRICS,
+            "crypto" => &["ops_s"],
             _ => &[],
         };
         let mut out: Vec<String> = fixed.iter().map(|s| s.to_string()).collect();

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod compare;
 pub mod completions;
 pub mod compress;
+pub mod crypto;
 pub mod disk;
 pub mod doctor;
 pub mod export;

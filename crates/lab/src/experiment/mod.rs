@@ -153,6 +153,8 @@ pub enum WorkloadSpec {
     Compress(toml::Table),
     /// `kind = "mem"`: a `perflab_workloads::mem::MemSpec` table.
     Mem(toml::Table),
+    /// `kind = "crypto"`: a `perflab_workloads::crypto::CryptoSpec` table.
+    Crypto(toml::Table),
 }
 
 /// Workload kinds, as written in files.
@@ -168,6 +170,7 @@ impl WorkloadSpec {
             WorkloadSpec::Disk(_) => "disk",
             WorkloadSpec::Compress(_) => "compress",
             WorkloadSpec::Mem(_) => "mem",
+            WorkloadSpec::Crypto(_) => "crypto",
         }
     }
 
@@ -276,7 +279,7 @@ impl Experiment {
                     Ok(WorkloadSpec::Command(command_spec(c, w)?))
                 })
             }
-            k @ ("http" | "scimark" | "disk" | "compress" | "mem") => {
+            k @ ("http" | "scimark" | "disk" | "compress" | "mem" | "crypto") => {
                 let raw: RawFile<Spanned<toml::Table>> =
                     toml::from_str(text).map_err(|e| toml_error(&loc, &e))?;
                 build(&loc, raw, |c, w| crate::workload::table_spec(c, k, w))

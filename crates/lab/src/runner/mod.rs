@@ -263,7 +263,8 @@ fn programs_named(exp: &Experiment) -> Vec<String> {
         | WorkloadSpec::Scimark(_)
         | WorkloadSpec::Disk(_)
         | WorkloadSpec::Compress(_)
-        | WorkloadSpec::Mem(_) => add("perflab"),
+        | WorkloadSpec::Mem(_)
+        | WorkloadSpec::Crypto(_) => add("perflab"),
     }
     for t in [&exp.prepare, &exp.cleanup, &exp.setup, &exp.teardown]
         .into_iter()

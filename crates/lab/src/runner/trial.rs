@@ -218,7 +218,8 @@ impl Runner<'_> {
             | WorkloadSpec::Scimark(table)
             | WorkloadSpec::Disk(table)
             | WorkloadSpec::Compress(table)
-            | WorkloadSpec::Mem(table)) => crate::workload::rendered(w.kind(), table, vars)?,
+            | WorkloadSpec::Mem(table)
+            | WorkloadSpec::Crypto(table)) => crate::workload::rendered(w.kind(), table, vars)?,
         };
         let profiled = |reps: &[u32]| reps.is_empty() || reps.contains(&t.repetition);
         Ok(TrialSpec {
