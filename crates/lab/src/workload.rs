@@ -70,6 +70,7 @@ pub(crate) fn table_spec(
         "compress" => WorkloadSpec::Compress(table),
         "mem" => WorkloadSpec::Mem(table),
         "crypto" => WorkloadSpec::Crypto(table),
+        "net" => WorkloadSpec::Net(table),
         _ => WorkloadSpec::Scimark(table),
     })
 }

@@ -14,6 +14,7 @@ pub mod disk;
 pub mod http;
 pub mod mem;
 pub mod metrics;
+pub mod net;
 pub mod scimark;
 pub mod spec;
 pub mod tree;

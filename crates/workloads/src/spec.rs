@@ -21,12 +21,13 @@ use crate::crypto::CryptoSpec;
 use crate::disk::DiskSpec;
 use crate::http::HttpWorkload;
 use crate::mem::MemSpec;
+use crate::net::NetSpec;
 use crate::scimark::ScimarkSpec;
 use crate::{Workload, WorkloadError};
 
 /// Workload kinds, as written in experiment files.
 pub const KINDS: &[&str] = &[
-    "command", "http", "scimark", "disk", "compress", "mem", "crypto",
+    "command", "http", "scimark", "disk", "compress", "mem", "crypto", "net",
 ];
 
 /// One trial's workload, rendered: no placeholders left.
@@ -41,6 +42,7 @@ pub enum KindSpec {
     Compress(CompressSpec),
     Mem(MemSpec),
     Crypto(CryptoSpec),
+    Net(NetSpec),
 }
 
 impl KindSpec {
@@ -78,6 +80,11 @@ impl KindSpec {
                 s.validate()?;
                 Ok(KindSpec::Crypto(s))
             }
+            "net" => {
+                let s: NetSpec = serde_json::from_value(options).map_err(de)?;
+                s.validate()?;
+                Ok(KindSpec::Net(s))
+            }
             other => Err(format!(
                 "kind {other:?}: expected one of {}",
                 KINDS.join(", ")
@@ -95,6 +102,7 @@ impl KindSpec {
             KindSpec::Compress(_) => "compress",
             KindSpec::Mem(_) => "mem",
             KindSpec::Crypto(_) => "crypto",
+            KindSpec::Net(_) => "net",
         }
     }
 
@@ -110,6 +118,7 @@ impl KindSpec {
             KindSpec::Compress(s) => Box::new(s.clone()),
             KindSpec::Mem(s) => Box::new(s.clone()),
             KindSpec::Crypto(s) => Box::new(s.clone()),
+            KindSpec::Net(s) => Box::new(s.clone()),
         })
     }
 
@@ -139,6 +148,7 @@ impl KindSpec {
             "compress" => &["compress_mb_s", "decompress_mb_s"],
             "mem" => crate::mem::METRICS,
             "crypto" => &["ops_s"],
+            "net" => &["mb_s", "transactions_s"],
             _ => &[],
         };
         let mut out: Vec<String> = fixed.iter().map(|s| s.to_string()).collect();

@@ -11,6 +11,7 @@ pub mod export;
 pub mod http;
 pub mod import;
 pub mod mem;
+pub mod net;
 pub mod profile;
 pub mod report;
 pub mod run;

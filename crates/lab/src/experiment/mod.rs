@@ -155,6 +155,8 @@ pub enum WorkloadSpec {
     Mem(toml::Table),
     /// `kind = "crypto"`: a `perflab_workloads::crypto::CryptoSpec` table.
     Crypto(toml::Table),
+    /// `kind = "net"`: a `perflab_workloads::net::NetSpec` table.
+    Net(toml::Table),
 }
 
 /// Workload kinds, as written in files.
@@ -171,6 +173,7 @@ impl WorkloadSpec {
             WorkloadSpec::Compress(_) => "compress",
             WorkloadSpec::Mem(_) => "mem",
             WorkloadSpec::Crypto(_) => "crypto",
+            WorkloadSpec::Net(_) => "net",
         }
     }
 
@@ -279,7 +282,7 @@ impl Experiment {
                     Ok(WorkloadSpec::Command(command_spec(c, w)?))
                 })
             }
-            k @ ("http" | "scimark" | "disk" | "compress" | "mem" | "crypto") => {
+            k @ ("http" | "scimark" | "disk" | "compress" | "mem" | "crypto" | "net") => {
                 let raw: RawFile<Spanned<toml::Table>> =
                     toml::from_str(text).map_err(|e| toml_error(&loc, &e))?;
                 build(&loc, raw, |c, w| crate::workload::table_spec(c, k, w))

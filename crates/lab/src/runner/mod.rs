@@ -264,7 +264,8 @@ fn programs_named(exp: &Experiment) -> Vec<String> {
         | WorkloadSpec::Disk(_)
         | WorkloadSpec::Compress(_)
         | WorkloadSpec::Mem(_)
-        | WorkloadSpec::Crypto(_) => add("perflab"),
+        | WorkloadSpec::Crypto(_)
+        | WorkloadSpec::Net(_) => add("perflab"),
     }
     for t in [&exp.prepare, &exp.cleanup, &exp.setup, &exp.teardown]
         .into_iter()

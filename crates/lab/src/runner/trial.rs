@@ -219,7 +219,8 @@ impl Runner<'_> {
             | WorkloadSpec::Disk(table)
             | WorkloadSpec::Compress(table)
             | WorkloadSpec::Mem(table)
-            | WorkloadSpec::Crypto(table)) => crate::workload::rendered(w.kind(), table, vars)?,
+            | WorkloadSpec::Crypto(table)
+            | WorkloadSpec::Net(table)) => crate::workload::rendered(w.kind(), table, vars)?,
         };
         let profiled = |reps: &[u32]| reps.is_empty() || reps.contains(&t.repetition);
         Ok(TrialSpec {

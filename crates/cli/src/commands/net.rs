@@ -1,0 +1,149 @@
+//! `perflab net`: TCP stream throughput with the CPU it costs, or request/response
+//! rate and latency — an experiment run by the runner (`kind = "net"`,
+//! crates/workloads/src/net.rs); `perflab net --serve` is the sink for another host.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use perflab_analysis::summary::summarize_run;
+use perflab_lab::experiment::Experiment;
+use perflab_lab::runner::{self, RunOptions};
+use perflab_store::Store;
+use perflab_workloads::net::{NetSpec, Sink};
+
+use crate::exit::{self, InvalidInput};
+use crate::progress::Progress;
+use crate::Global;
+
+/// TCP throughput and the CPU it costs (a stream of zeros, as `nc` or iperf3), or
+/// request/response rate and latency (as netperf TCP_RR). Without PEER a sink runs
+/// here on 127.0.0.1; `perflab net --serve` is the sink for another host.
+///
+/// Examples:
+///   perflab net                                       # loopback stream, 1 connection
+///   perflab net -P 4 --mode stream 10.0.0.2:5301      # to `perflab net --serve` there
+///   perflab net --mode rr --size 64 --json
+///   perflab net --serve --port 5301                   # the sink; Ctrl-C stops it
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct NetArgs {
+    /// HOST:PORT of a `perflab net --serve`.
+    #[arg(value_name = "PEER")]
+    pub peer: Option<String>,
+
+    /// Run the sink: accept connections until stopped.
+    #[arg(long, conflicts_with = "peer")]
+    pub serve: bool,
+
+    /// With --serve: the port (the address is --bind).
+    #[arg(long, default_value_t = 5301)]
+    pub port: u16,
+
+    /// With --serve: the address to listen on.
+    #[arg(long, default_value = "0.0.0.0")]
+    pub bind: String,
+
+    /// stream (throughput and CPU per GB) or rr (transactions and latency).
+    #[arg(long, default_value = "stream")]
+    pub mode: String,
+
+    /// Parallel connections.
+    #[arg(long = "parallel", short = 'P', default_value_t = 1)]
+    pub streams: usize,
+
+    /// Seconds of traffic per trial.
+    #[arg(long, short = 'd', default_value_t = 3.0)]
+    pub duration: f64,
+
+    /// rr: bytes per request and response.
+    #[arg(long, default_value_t = 1)]
+    pub size: usize,
+
+    /// Repetitions (trials).
+    #[arg(long, short = 'r', default_value_t = 3)]
+    pub runs: u32,
+
+    /// Print the summary as JSON (the `show --json` contract).
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(g: &Global, a: &NetArgs) -> anyhow::Result<ExitCode> {
+    if a.serve {
+        let sink = Sink::start(&format!("{}:{}", a.bind, a.port))
+            .with_context(|| format!("cannot listen on {}:{}", a.bind, a.port))?;
+        println!("listening on {}", sink.addr);
+        sink.wait();
+        return Ok(ExitCode::SUCCESS);
+    }
+    let spec = NetSpec {
+        mode: a.mode.clone(),
+        peer: a.peer.clone(),
+        streams: a.streams,
+        duration: a.duration,
+        size: a.size,
+    };
+    spec.validate().map_err(|e| {
+        InvalidInput(crate::exit::as_flags(
+            &e,
+            &[("streams", "-P"), ("peer", "PEER")],
+        ))
+    })?;
+    if a.runs == 0 {
+        return Err(InvalidInput("--runs must be at least 1".into()).into());
+    }
+    // An unreachable peer is a run that cannot start (exit 1), said once, up front.
+    if let Some(p) = &a.peer {
+        use std::net::ToSocketAddrs;
+        let addr = p
+            .to_socket_addrs()
+            .map_err(|e| InvalidInput(format!("PEER {p:?}: {e}")))?
+            .next()
+            .ok_or_else(|| InvalidInput(format!("PEER {p:?}: no address")))?;
+        std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(5))
+            .with_context(|| {
+                format!("cannot reach {p}: is `perflab net --serve` running there?")
+            })?;
+    }
+    let q = |s: &str| toml::Value::String(s.to_string()).to_string();
+    let peer = a
+        .peer
+        .as_deref()
+        .map(|p| format!("peer = {}\n", q(p)))
+        .unwrap_or_default();
+    let text = format!(
+        "[experiment]\nname = \"net\"\nrepetitions = {}\nwarmup = 0\nnoise_check = false\n\n\
+         [workload]\nkind = \"net\"\nmode = {}\n{peer}streams = {}\nduration = {:?}\nsize = {}\n",
+        a.runs,
+        q(&a.mode),
+        a.streams,
+        a.duration,
+        a.size
+    );
+    let exp = Experiment::parse(std::path::Path::new("perflab-net.toml"), &text)?;
+    let store = Store::open(&g.store)
+        .with_context(|| format!("cannot open the store {}", g.store.display()))?;
+    let flag = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
+    let progress = Progress::new(g.quiet);
+    let opts = RunOptions {
+        kind: Some("net".into()),
+        ..Default::default()
+    };
+    let outcome = runner::run(&exp, &store, &opts, flag, &progress)?;
+    progress.finish();
+    let summary = summarize_run(&store, outcome.run_id, 0.95)?;
+    if a.json {
+        let v = crate::commands::show::json(&store, &summary)?;
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!(
+            "run {} · net {} · {} · store {}",
+            outcome.run_id,
+            a.mode,
+            a.peer.as_deref().unwrap_or("127.0.0.1 (sink here)"),
+            g.store.display()
+        );
+        println!("{}", crate::format::summary_table(&summary));
+    }
+    Ok(ExitCode::from(exit::for_outcome(&outcome, "trials", "net")))
+}
