@@ -107,10 +107,7 @@ impl CompressSpec {
 
     /// The threads used.
     pub fn effective_threads(&self) -> usize {
-        match self.threads {
-            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-            n => n,
-        }
+        crate::parallel::resolve(self.threads)
     }
 }
 
@@ -225,30 +222,6 @@ fn decompress_one(algorithm: &str, data: &[u8], size: usize) -> std::io::Result<
     Ok(out)
 }
 
-/// Runs `f` on each chunk on its own thread; returns the results in chunk order.
-fn on_threads<T: Send>(
-    chunks: &[&[u8]],
-    f: impl Fn(usize, &[u8]) -> std::io::Result<T> + Sync,
-) -> std::io::Result<Vec<T>> {
-    std::thread::scope(|s| {
-        let handles: Vec<_> = chunks
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let f = &f;
-                s.spawn(move || f(i, c))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(std::io::Error::other("a codec thread panicked")))
-            })
-            .collect()
-    })
-}
-
 /// Compresses and decompresses `spec`'s data once; an output that does not decompress
 /// to its input is an error.
 pub fn run(spec: &CompressSpec) -> Result<CompressResult, String> {
@@ -261,15 +234,19 @@ pub fn run(spec: &CompressSpec) -> Result<CompressResult, String> {
     let level = spec.effective_level();
     let alg = spec.algorithm.as_str();
     let t0 = Instant::now();
-    let packed = on_threads(&chunks, |_, c| compress_one(alg, level, c))
-        .map_err(|e| format!("{alg} compression failed: {e}"))?;
+    let packed = crate::parallel::each(chunks.len(), |i| {
+        compress_one(alg, level, chunks[i]).map_err(|e| format!("{alg} compression failed: {e}"))
+    })
+    .into_iter()
+    .collect::<Result<Vec<_>, String>>()?;
     let compress_s = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
-    let unpacked = on_threads(
-        &packed.iter().map(Vec::as_slice).collect::<Vec<_>>(),
-        |i, p| decompress_one(alg, p, chunks[i].len()),
-    )
-    .map_err(|e| format!("{alg} decompression failed: {e}"))?;
+    let unpacked = crate::parallel::each(packed.len(), |i| {
+        decompress_one(alg, &packed[i], chunks[i].len())
+            .map_err(|e| format!("{alg} decompression failed: {e}"))
+    })
+    .into_iter()
+    .collect::<Result<Vec<_>, String>>()?;
     let decompress_s = t1.elapsed().as_secs_f64();
     let verified = unpacked
         .iter()

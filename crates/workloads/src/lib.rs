@@ -15,6 +15,7 @@ pub mod http;
 pub mod mem;
 pub mod metrics;
 pub mod net;
+pub mod parallel;
 pub mod scimark;
 pub mod spec;
 pub mod tree;

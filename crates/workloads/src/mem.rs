@@ -82,13 +82,6 @@ impl MemSpec {
         }
         Ok(())
     }
-
-    fn effective_threads(&self) -> usize {
-        match self.threads {
-            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-            n => n,
-        }
-    }
 }
 
 /// One thread's passes: returns the bytes moved and the seconds they took, or why a
@@ -174,20 +167,11 @@ pub fn run(spec: &MemSpec) -> Result<MemResult, String> {
     spec.validate()?;
     let block =
         usize::try_from(spec.block.bytes()).map_err(|_| "`block` is too large".to_string())?;
-    let threads = spec.effective_threads();
+    let threads = crate::parallel::resolve(spec.threads);
     let min_time = Duration::from_secs_f64(spec.min_time);
     let barrier = std::sync::Barrier::new(threads);
-    let results: Vec<Result<(u64, f64), String>> = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..threads)
-            .map(|_| {
-                let barrier = &barrier;
-                let op = spec.op.as_str();
-                s.spawn(move || passes(op, block, min_time, barrier))
-            })
-            .collect();
-        hs.into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err("a thread panicked".into())))
-            .collect()
+    let results = crate::parallel::each(threads, |_| {
+        passes(spec.op.as_str(), block, min_time, &barrier)
     });
     let mut bytes = 0;
     let mut seconds: f64 = 0.0;

@@ -306,14 +306,7 @@ pub fn run(spec: &NetSpec) -> Result<NetResult, String> {
         latency_p99_us: None,
     };
     if spec.mode == "stream" {
-        let results: Vec<Result<(u64, f64), String>> = std::thread::scope(|s| {
-            let hs: Vec<_> = (0..spec.streams)
-                .map(|_| s.spawn(move || stream_one(addr, until)))
-                .collect();
-            hs.into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err("a thread panicked".into())))
-                .collect()
-        });
+        let results = crate::parallel::each(spec.streams, |_| stream_one(addr, until));
         r.seconds = start.elapsed().as_secs_f64();
         let mut cpu = 0.0;
         for x in results {
@@ -334,14 +327,7 @@ pub fn run(spec: &NetSpec) -> Result<NetResult, String> {
             r.receiver_cpu_s_per_gb = Some(sink.cpu_s() / gb.max(1e-12));
         }
     } else {
-        let results: Vec<Result<Histogram<u64>, String>> = std::thread::scope(|s| {
-            let hs: Vec<_> = (0..spec.streams)
-                .map(|_| s.spawn(move || rr_one(addr, spec.size, until)))
-                .collect();
-            hs.into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err("a thread panicked".into())))
-                .collect()
-        });
+        let results = crate::parallel::each(spec.streams, |_| rr_one(addr, spec.size, until));
         r.seconds = start.elapsed().as_secs_f64();
         let mut all =
             Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).map_err(|e| e.to_string())?;

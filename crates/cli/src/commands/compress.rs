@@ -4,15 +4,10 @@
 
 use std::process::ExitCode;
 
-use anyhow::Context;
-use perflab_analysis::summary::summarize_run;
-use perflab_lab::experiment::Experiment;
-use perflab_lab::runner::{self, RunOptions};
-use perflab_store::Store;
 use perflab_workloads::compress::{CompressSpec, ALGORITHMS, DATA};
 
-use crate::exit::{self, InvalidInput};
-use crate::progress::Progress;
+use crate::commands::oneliner;
+use crate::exit::InvalidInput;
 use crate::Global;
 
 /// Compression speed and ratio: gzip, zstd and lz4 on generated data, repeated and
@@ -80,18 +75,9 @@ fn experiment_text(a: &CompressArgs) -> Result<String, InvalidInput> {
             DATA.join(", ")
         )));
     }
-    let threads = match a.threads.as_str() {
-        "all" => 0,
-        t => t.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
-            InvalidInput(format!(
-                "--threads {t:?}: expected a number above 0 or `all`"
-            ))
-        })?,
-    };
-    if a.runs == 0 {
-        return Err(InvalidInput("--runs must be at least 1".into()));
-    }
-    let q = |s: &str| toml::Value::String(s.to_string()).to_string();
+    let threads = oneliner::threads(&a.threads)?;
+    oneliner::runs(a.runs)?;
+    let q = oneliner::q;
     let list: Vec<String> = a.algorithm.iter().map(|s| q(s)).collect();
     let level = a
         .level
@@ -122,32 +108,6 @@ fn experiment_text(a: &CompressArgs) -> Result<String, InvalidInput> {
 
 pub fn run(g: &Global, a: &CompressArgs) -> anyhow::Result<ExitCode> {
     let text = experiment_text(a)?;
-    let exp = Experiment::parse(std::path::Path::new("perflab-compress.toml"), &text)?;
-    let store = Store::open(&g.store)
-        .with_context(|| format!("cannot open the store {}", g.store.display()))?;
-    let flag = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
-    let progress = Progress::new(g.quiet);
-    let opts = RunOptions {
-        kind: Some("compress".into()),
-        ..Default::default()
-    };
-    let outcome = runner::run(&exp, &store, &opts, flag, &progress)?;
-    progress.finish();
-    let summary = summarize_run(&store, outcome.run_id, 0.95)?;
-    if a.json {
-        let v = crate::commands::show::json(&store, &summary)?;
-        println!("{}", serde_json::to_string_pretty(&v)?);
-    } else {
-        println!(
-            "run {} · compress · {} data, {} · store {}",
-            outcome.run_id,
-            a.data,
-            a.size,
-            g.store.display()
-        );
-        println!("{}", crate::format::summary_table(&summary));
-    }
-    Ok(ExitCode::from(exit::for_outcome(
-        &outcome, "runs", "compress",
-    )))
+    let title = format!("compress · {} data, {}", a.data, a.size);
+    oneliner::run(g, "compress", &text, a.json, &title)
 }

@@ -4,16 +4,11 @@
 
 use std::process::ExitCode;
 
-use anyhow::Context;
-use perflab_analysis::summary::summarize_run;
-use perflab_lab::experiment::Experiment;
-use perflab_lab::runner::{self, RunOptions};
-use perflab_store::Store;
 use perflab_workloads::disk::ByteSize;
 use perflab_workloads::mem::OPS;
 
-use crate::exit::{self, InvalidInput};
-use crate::progress::Progress;
+use crate::commands::oneliner;
+use crate::exit::InvalidInput;
 use crate::Global;
 
 /// Memory bandwidth by block size: write (memset), read and copy (memcpy) over
@@ -77,24 +72,10 @@ fn experiment_text(a: &MemArgs) -> Result<String, InvalidInput> {
             )));
         }
     }
-    let threads = match a.threads.as_str() {
-        "all" => 0,
-        t => t.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
-            InvalidInput(format!(
-                "--threads {t:?}: expected a number above 0 or `all`"
-            ))
-        })?,
-    };
-    if !(a.min_time > 0.0 && a.min_time <= 600.0) {
-        return Err(InvalidInput(format!(
-            "--min-time {}: expected more than 0 and at most 600 seconds",
-            a.min_time
-        )));
-    }
-    if a.runs == 0 {
-        return Err(InvalidInput("--runs must be at least 1".into()));
-    }
-    let q = |s: &str| toml::Value::String(s.to_string()).to_string();
+    let threads = oneliner::threads(&a.threads)?;
+    oneliner::min_time(a.min_time)?;
+    oneliner::runs(a.runs)?;
+    let q = oneliner::q;
     let list = |v: &[String]| v.iter().map(|s| q(s)).collect::<Vec<_>>().join(", ");
     Ok(format!(
         "[experiment]\nname = \"mem\"\nrepetitions = {}\nwarmup = 0\norder = \"interleaved\"\nnoise_check = false\n\n\
@@ -109,29 +90,6 @@ fn experiment_text(a: &MemArgs) -> Result<String, InvalidInput> {
 
 pub fn run(g: &Global, a: &MemArgs) -> anyhow::Result<ExitCode> {
     let text = experiment_text(a)?;
-    let exp = Experiment::parse(std::path::Path::new("perflab-mem.toml"), &text)?;
-    let store = Store::open(&g.store)
-        .with_context(|| format!("cannot open the store {}", g.store.display()))?;
-    let flag = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
-    let progress = Progress::new(g.quiet);
-    let opts = RunOptions {
-        kind: Some("mem".into()),
-        ..Default::default()
-    };
-    let outcome = runner::run(&exp, &store, &opts, flag, &progress)?;
-    progress.finish();
-    let summary = summarize_run(&store, outcome.run_id, 0.95)?;
-    if a.json {
-        let v = crate::commands::show::json(&store, &summary)?;
-        println!("{}", serde_json::to_string_pretty(&v)?);
-    } else {
-        println!(
-            "run {} · mem · {} thread(s) · store {}",
-            outcome.run_id,
-            a.threads,
-            g.store.display()
-        );
-        println!("{}", crate::format::summary_table(&summary));
-    }
-    Ok(ExitCode::from(exit::for_outcome(&outcome, "trials", "mem")))
+    let title = format!("mem · {} thread(s)", a.threads);
+    oneliner::run(g, "mem", &text, a.json, &title)
 }

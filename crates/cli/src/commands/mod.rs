@@ -12,6 +12,7 @@ pub mod http;
 pub mod import;
 pub mod mem;
 pub mod net;
+pub mod oneliner;
 pub mod profile;
 pub mod report;
 pub mod run;

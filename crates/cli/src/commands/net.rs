@@ -5,14 +5,10 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use perflab_analysis::summary::summarize_run;
-use perflab_lab::experiment::Experiment;
-use perflab_lab::runner::{self, RunOptions};
-use perflab_store::Store;
 use perflab_workloads::net::{NetSpec, Sink};
 
-use crate::exit::{self, InvalidInput};
-use crate::progress::Progress;
+use crate::commands::oneliner;
+use crate::exit::InvalidInput;
 use crate::Global;
 
 /// TCP throughput and the CPU it costs (a stream of zeros, as `nc` or iperf3), or
@@ -89,9 +85,7 @@ pub fn run(g: &Global, a: &NetArgs) -> anyhow::Result<ExitCode> {
             &[("streams", "-P"), ("peer", "PEER")],
         ))
     })?;
-    if a.runs == 0 {
-        return Err(InvalidInput("--runs must be at least 1".into()).into());
-    }
+    oneliner::runs(a.runs)?;
     // An unreachable peer is a run that cannot start (exit 1), said once, up front.
     if let Some(p) = &a.peer {
         use std::net::ToSocketAddrs;
@@ -105,7 +99,7 @@ pub fn run(g: &Global, a: &NetArgs) -> anyhow::Result<ExitCode> {
                 format!("cannot reach {p}: is `perflab net --serve` running there?")
             })?;
     }
-    let q = |s: &str| toml::Value::String(s.to_string()).to_string();
+    let q = oneliner::q;
     let peer = a
         .peer
         .as_deref()
@@ -120,30 +114,10 @@ pub fn run(g: &Global, a: &NetArgs) -> anyhow::Result<ExitCode> {
         a.duration,
         a.size
     );
-    let exp = Experiment::parse(std::path::Path::new("perflab-net.toml"), &text)?;
-    let store = Store::open(&g.store)
-        .with_context(|| format!("cannot open the store {}", g.store.display()))?;
-    let flag = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
-    let progress = Progress::new(g.quiet);
-    let opts = RunOptions {
-        kind: Some("net".into()),
-        ..Default::default()
-    };
-    let outcome = runner::run(&exp, &store, &opts, flag, &progress)?;
-    progress.finish();
-    let summary = summarize_run(&store, outcome.run_id, 0.95)?;
-    if a.json {
-        let v = crate::commands::show::json(&store, &summary)?;
-        println!("{}", serde_json::to_string_pretty(&v)?);
-    } else {
-        println!(
-            "run {} · net {} · {} · store {}",
-            outcome.run_id,
-            a.mode,
-            a.peer.as_deref().unwrap_or("127.0.0.1 (sink here)"),
-            g.store.display()
-        );
-        println!("{}", crate::format::summary_table(&summary));
-    }
-    Ok(ExitCode::from(exit::for_outcome(&outcome, "trials", "net")))
+    let title = format!(
+        "net {} · {}",
+        a.mode,
+        a.peer.as_deref().unwrap_or("127.0.0.1 (sink here)")
+    );
+    oneliner::run(g, "net", &text, a.json, &title)
 }

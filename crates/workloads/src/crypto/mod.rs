@@ -301,22 +301,9 @@ fn one_thread(spec: &CryptoSpec, ready: &std::sync::Barrier) -> Result<(u64, f64
 /// Runs the operations on every thread at once.
 pub fn run(spec: &CryptoSpec) -> Result<CryptoResult, String> {
     spec.validate()?;
-    let threads = match spec.threads {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        n => n,
-    };
+    let threads = crate::parallel::resolve(spec.threads);
     let barrier = std::sync::Barrier::new(threads);
-    let results: Vec<Result<(u64, f64), String>> = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..threads)
-            .map(|_| {
-                let barrier = &barrier;
-                s.spawn(move || one_thread(spec, barrier))
-            })
-            .collect();
-        hs.into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err("a thread panicked".into())))
-            .collect()
-    });
+    let results = crate::parallel::each(threads, |_| one_thread(spec, &barrier));
     let (mut ops, mut seconds) = (0u64, 0f64);
     for r in results {
         let (n, s) = r?;
