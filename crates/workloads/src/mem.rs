@@ -190,18 +190,17 @@ pub fn run(spec: &MemSpec) -> Result<MemResult, String> {
     })
 }
 
+/// The store's view of a result.
+pub fn measurement(r: &MemResult) -> Measurement {
+    Measurement {
+        metrics: vec![MetricValue::new("gb_s", "GB/s", r.gb_s, "higher")],
+        ..Measurement::default()
+    }
+}
+
 impl Workload for MemSpec {
     fn run(&self, ctx: &TrialContext) -> Result<Measurement, WorkloadError> {
-        if ctx.interrupted.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(WorkloadError::Interrupted);
-        }
-        let pin = ctx.pin_this_thread()?;
-        let r = run(self).map_err(WorkloadError::Setup)?;
-        drop(pin);
-        Ok(Measurement {
-            metrics: vec![MetricValue::new("gb_s", "GB/s", r.gb_s, "higher")],
-            ..Measurement::default()
-        })
+        crate::parallel::in_trial(ctx, || run(self).map(|r| measurement(&r)))
     }
 }
 

@@ -374,13 +374,7 @@ pub fn measurement(r: &NetResult) -> Measurement {
 
 impl Workload for NetSpec {
     fn run(&self, ctx: &TrialContext) -> Result<Measurement, WorkloadError> {
-        if ctx.interrupted.load(Ordering::SeqCst) {
-            return Err(WorkloadError::Interrupted);
-        }
-        let pin = ctx.pin_this_thread()?;
-        let r = run(self).map_err(WorkloadError::Setup)?;
-        drop(pin);
-        Ok(measurement(&r))
+        crate::parallel::in_trial(ctx, || run(self).map(|r| measurement(&r)))
     }
 }
 

@@ -1,5 +1,24 @@
-//! Threads for the machine-suite workloads (compress, mem, crypto, net): how many
-//! `threads = 0` means, and running one closure per thread with the results in order.
+//! What the machine-suite workloads (compress, mem, crypto, net) share: how many
+//! `threads = 0` means, running one closure per thread with the results in order, and
+//! the trial around their work ([`in_trial`]).
+
+use crate::{Measurement, TrialContext, WorkloadError};
+
+/// One trial of a suite workload: refused once the run was interrupted, run pinned to
+/// the trial's CPUs (threads it spawns inherit the pinning), an error of the work a
+/// failed trial.
+pub fn in_trial(
+    ctx: &TrialContext,
+    work: impl FnOnce() -> Result<Measurement, String>,
+) -> Result<Measurement, WorkloadError> {
+    if ctx.interrupted.load(std::sync::atomic::Ordering::SeqCst) {
+        return Err(WorkloadError::Interrupted);
+    }
+    let pin = ctx.pin_this_thread()?;
+    let m = work().map_err(WorkloadError::Setup)?;
+    drop(pin);
+    Ok(m)
+}
 
 /// `0` means every CPU this process may use.
 pub fn resolve(threads: usize) -> usize {

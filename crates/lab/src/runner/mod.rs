@@ -344,12 +344,12 @@ impl Runner<'_> {
         if !todo.is_empty() {
             if let Some(setup) = &self.exp.setup {
                 let vars = self.vars(&todo[0]);
-                if let Err(e) = self.hook("setup", &setup.render(&vars)) {
+                if let Err(e) = self.hook(trial::Hook::Setup, &setup.render(&vars)) {
                     self.obs
                         .warn(&format!("setup failed, nothing was run: {e}"));
                     // Undo what the setup did before it failed or was interrupted.
                     if let Some(td) = &self.exp.teardown {
-                        if let Err(e) = self.hook("teardown", &td.render(&vars)) {
+                        if let Err(e) = self.hook(trial::Hook::Teardown, &td.render(&vars)) {
                             self.obs.warn(&format!("teardown failed: {e}"));
                         }
                     }
@@ -371,7 +371,7 @@ impl Runner<'_> {
         self.stop_service(&mut sink);
         if let (Some(td), Some(t)) = (&self.exp.teardown, first) {
             let vars = self.vars(&t);
-            if let Err(e) = self.hook("teardown", &td.render(&vars)) {
+            if let Err(e) = self.hook(trial::Hook::Teardown, &td.render(&vars)) {
                 self.obs.warn(&format!("teardown failed: {e}"));
             }
         }

@@ -20,6 +20,26 @@ use crate::experiment::WorkloadSpec;
 use crate::plan::PlannedTrial;
 use crate::service::{argv, RunningService};
 
+/// The experiment's four hooks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Hook {
+    Setup,
+    Prepare,
+    Cleanup,
+    Teardown,
+}
+
+impl Hook {
+    fn name(self) -> &'static str {
+        match self {
+            Hook::Setup => "setup",
+            Hook::Prepare => "prepare",
+            Hook::Cleanup => "cleanup",
+            Hook::Teardown => "teardown",
+        }
+    }
+}
+
 impl Runner<'_> {
     pub(super) fn stop_service(&mut self, m: &mut Measurement) {
         if let Some(mut s) = self.service.take() {
@@ -65,7 +85,7 @@ impl Runner<'_> {
             }
         }
         if let Some(p) = &self.exp.prepare {
-            if let Err(e) = self.hook("prepare", &p.render(&vars)) {
+            if let Err(e) = self.hook(Hook::Prepare, &p.render(&vars)) {
                 return self.hook_failed("prepare", e);
             }
         }
@@ -124,7 +144,7 @@ impl Runner<'_> {
             }
         }
         if let Some(c) = &self.exp.cleanup {
-            if let Err(e) = self.hook("cleanup", &c.render(&vars)) {
+            if let Err(e) = self.hook(Hook::Cleanup, &c.render(&vars)) {
                 if done.status == TrialStatus::Ok {
                     done.status = TrialStatus::Failed;
                     done.error = Some(format!("cleanup failed: {e}"));
@@ -263,13 +283,14 @@ impl Runner<'_> {
         self.factory.build(spec)?.run(&ctx)
     }
 
-    /// Runs a prepare/cleanup/setup/teardown command with `sh -c`. `cleanup` and
-    /// `teardown` undo what the others did, so Ctrl-C does not cut them short: they
-    /// run to their end (bounded by the trial timeout, else a minute).
-    pub(super) fn hook(&self, what: &str, command: &str) -> Result<(), String> {
+    /// Runs a setup/prepare/cleanup/teardown command with `sh -c`. Cleanup and
+    /// teardown undo what the others did, so Ctrl-C does not cut them short: they run
+    /// to their end (bounded by the trial timeout, else a minute).
+    pub(super) fn hook(&self, hook: Hook, command: &str) -> Result<(), String> {
         let mut cmd = std::process::Command::new("sh");
         cmd.arg("-c").arg(command);
-        let undo = matches!(what, "cleanup" | "teardown");
+        let what = hook.name();
+        let undo = matches!(hook, Hook::Cleanup | Hook::Teardown);
         let ctx = TrialContext {
             cpus: None,
             timeout: self

@@ -321,22 +321,21 @@ pub fn run(spec: &CryptoSpec) -> Result<CryptoResult, String> {
     })
 }
 
+/// The store's view of a result: `ops_s`, and `mb_s` for the bulk algorithms.
+pub fn measurement(r: &CryptoResult) -> Measurement {
+    let mut metrics = vec![MetricValue::new("ops_s", "op/s", r.ops_s, "higher")];
+    if let Some(mb) = r.mb_s {
+        metrics.push(MetricValue::new("mb_s", "MB/s", mb, "higher"));
+    }
+    Measurement {
+        metrics,
+        ..Measurement::default()
+    }
+}
+
 impl Workload for CryptoSpec {
     fn run(&self, ctx: &TrialContext) -> Result<Measurement, WorkloadError> {
-        if ctx.interrupted.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(WorkloadError::Interrupted);
-        }
-        let pin = ctx.pin_this_thread()?;
-        let r = run(self).map_err(WorkloadError::Setup)?;
-        drop(pin);
-        let mut metrics = vec![MetricValue::new("ops_s", "op/s", r.ops_s, "higher")];
-        if let Some(mb) = r.mb_s {
-            metrics.push(MetricValue::new("mb_s", "MB/s", mb, "higher"));
-        }
-        Ok(Measurement {
-            metrics,
-            ..Measurement::default()
-        })
+        crate::parallel::in_trial(ctx, || run(self).map(|r| measurement(&r)))
     }
 }
 
