@@ -43,7 +43,7 @@ pub struct Sample {
 }
 
 impl Sample {
-    fn of(values: &[f64], confidence: f64) -> Sample {
+    pub fn of(values: &[f64], confidence: f64) -> Sample {
         match summarize(values, confidence) {
             Ok(s) => Sample {
                 n: s.n,

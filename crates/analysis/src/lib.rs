@@ -27,6 +27,7 @@ pub mod interaction;
 pub mod profile;
 pub mod samples;
 pub mod select;
+pub mod suite;
 pub mod summary;
 pub mod thresholds;
 

@@ -5,7 +5,7 @@
 use comfy_table::{Cell, CellAlignment, ContentArrangement, LineStyle, Table, TableStyle};
 use perflab_analysis::summary::{params_label, RunSummary};
 
-pub use perflab_analysis::format::{arrow, cv, level, mean_ci, mean_pm, sig, value};
+pub use perflab_analysis::format::{arrow, cv, level, mean_ci, mean_pm, ratio_ci, sig, value};
 
 /// Plain columns with one rule under the header: reads well in a terminal and in a
 /// pasted log alike.

@@ -71,7 +71,82 @@ pub fn host() -> HostInfo {
             .iter()
             .filter_map(|(n, p)| Some((n.to_string(), read_trim(p)?)))
             .collect(),
+        facts: facts(),
     }
+}
+
+/// The active choice of a sysfs list such as `always [madvise] never`.
+fn bracketed(s: &str) -> Option<String> {
+    let start = s.find('[')? + 1;
+    let end = start + s[start..].find(']')?;
+    Some(s[start..end].to_string())
+}
+
+/// Cache sizes, THP, SMT, turbo, online CPUs, NUMA nodes and the top clock, where
+/// this kernel shows them.
+fn facts() -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let cpu = "/sys/devices/system/cpu";
+    for i in 0..8 {
+        let dir = format!("{cpu}/cpu0/cache/index{i}");
+        let (Some(level), Some(kind), Some(size)) = (
+            read_trim(format!("{dir}/level")),
+            read_trim(format!("{dir}/type")),
+            read_trim(format!("{dir}/size")),
+        ) else {
+            continue;
+        };
+        let suffix = match kind.as_str() {
+            "Data" => "d",
+            "Instruction" => "i",
+            _ => "",
+        };
+        let shared = read_trim(format!("{dir}/shared_cpu_list"))
+            .map(|l| format!(" (shared by cpus {l})"))
+            .unwrap_or_default();
+        out.insert(format!("cache.l{level}{suffix}"), format!("{size}{shared}"));
+    }
+    let thp = "/sys/kernel/mm/transparent_hugepage";
+    if let Some(v) = read_trim(format!("{thp}/enabled")).and_then(|s| bracketed(&s)) {
+        out.insert("thp".into(), v);
+    }
+    if let Some(v) = read_trim(format!("{thp}/defrag")).and_then(|s| bracketed(&s)) {
+        out.insert("thp_defrag".into(), v);
+    }
+    if let Some(v) = read_trim(format!("{cpu}/smt/control")) {
+        out.insert("smt".into(), v);
+    }
+    let turbo = read_trim(format!("{cpu}/intel_pstate/no_turbo"))
+        .map(|v| if v == "1" { "off" } else { "on" })
+        .or_else(|| {
+            read_trim(format!("{cpu}/cpufreq/boost")).map(|v| if v == "1" { "on" } else { "off" })
+        });
+    if let Some(v) = turbo {
+        out.insert("turbo".into(), v.into());
+    }
+    if let Some(v) = read_trim(format!("{cpu}/online")) {
+        out.insert("cpus_online".into(), v);
+    }
+    if let Ok(d) = std::fs::read_dir("/sys/devices/system/node") {
+        let n = d
+            .flatten()
+            .filter(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                name.strip_prefix("node")
+                    .is_some_and(|r| r.chars().all(|c| c.is_ascii_digit()))
+            })
+            .count();
+        if n > 0 {
+            out.insert("numa_nodes".into(), n.to_string());
+        }
+    }
+    if let Some(khz) = read_trim(format!("{cpu}/cpu0/cpufreq/cpuinfo_max_freq"))
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        out.insert("max_mhz".into(), (khz / 1000).to_string());
+    }
+    out
 }
 
 /// Tools whose version flag is known; anything else is recorded by its resolved path
@@ -168,4 +243,25 @@ pub fn program_of(command: &str) -> Option<String> {
     shlex::split(command)?
         .into_iter()
         .find(|w| !w.contains('=') || w.starts_with('='))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bracketed_choice_is_the_active_one() {
+        assert_eq!(
+            bracketed("always [madvise] never").as_deref(),
+            Some("madvise")
+        );
+        assert_eq!(bracketed("never"), None);
+    }
+
+    #[test]
+    fn this_host_has_facts_beyond_the_cpu_model() {
+        let h = host();
+        // Every Linux machine shows its online CPUs.
+        assert!(h.facts.contains_key("cpus_online"), "{:?}", h.facts);
+    }
 }

@@ -22,8 +22,13 @@ pub enum ResumeError {
     File(#[from] crate::FileError),
 }
 
-/// The experiment of run `id`, which must be of `kind` (`experiment`, `scimark`).
-pub fn stored_experiment(store: &Store, id: RunId, kind: &str) -> Result<Experiment, ResumeError> {
+/// The experiment of run `id`, which must be of one of `kinds` (`experiment`,
+/// `scimark`, ...).
+pub fn stored_experiment(
+    store: &Store,
+    id: RunId,
+    kinds: &[&str],
+) -> Result<Experiment, ResumeError> {
     let row = store.run(id)?;
     let text = row.file_text.clone().ok_or_else(|| {
         ResumeError::NotResumable(format!(
@@ -31,10 +36,11 @@ pub fn stored_experiment(store: &Store, id: RunId, kind: &str) -> Result<Experim
             row.kind
         ))
     })?;
-    if row.kind != kind {
+    if !kinds.contains(&row.kind.as_str()) {
         return Err(ResumeError::NotResumable(format!(
-            "run {id} is a {} run; only {kind} runs can be resumed here",
-            row.kind
+            "run {id} is a {} run; only {} runs can be resumed here",
+            row.kind,
+            kinds.join(", ")
         )));
     }
     let path = PathBuf::from(

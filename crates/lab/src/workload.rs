@@ -71,6 +71,7 @@ pub(crate) fn table_spec(
         "mem" => WorkloadSpec::Mem(table),
         "crypto" => WorkloadSpec::Crypto(table),
         "net" => WorkloadSpec::Net(table),
+        "suite" => WorkloadSpec::Suite(table),
         _ => WorkloadSpec::Scimark(table),
     })
 }

@@ -24,6 +24,11 @@ pub struct HostInfo {
     /// Server-relevant sysctls (somaxconn, file-max, ...), as read.
     #[serde(default)]
     pub sysctls: BTreeMap<String, String>,
+    /// What else decides a machine's speed, where readable: cache sizes (`cache.l1d`,
+    /// `cache.l2`, ...), `thp`, `smt`, `turbo`, `cpus_online`, `numa_nodes`,
+    /// `max_mhz` — for the host-facts diff of a comparison across machines.
+    #[serde(default)]
+    pub facts: BTreeMap<String, String>,
 }
 
 impl HostInfo {

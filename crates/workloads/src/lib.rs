@@ -18,6 +18,7 @@ pub mod net;
 pub mod parallel;
 pub mod scimark;
 pub mod spec;
+pub mod suite;
 pub mod tree;
 
 use std::path::PathBuf;

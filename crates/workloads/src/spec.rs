@@ -23,11 +23,12 @@ use crate::http::HttpWorkload;
 use crate::mem::MemSpec;
 use crate::net::NetSpec;
 use crate::scimark::ScimarkSpec;
+use crate::suite::SuiteSpec;
 use crate::{Workload, WorkloadError};
 
 /// Workload kinds, as written in experiment files.
 pub const KINDS: &[&str] = &[
-    "command", "http", "scimark", "disk", "compress", "mem", "crypto", "net",
+    "command", "http", "scimark", "disk", "compress", "mem", "crypto", "net", "suite",
 ];
 
 /// One trial's workload, rendered: no placeholders left.
@@ -43,6 +44,7 @@ pub enum KindSpec {
     Mem(MemSpec),
     Crypto(CryptoSpec),
     Net(NetSpec),
+    Suite(SuiteSpec),
 }
 
 impl KindSpec {
@@ -85,6 +87,11 @@ impl KindSpec {
                 s.validate()?;
                 Ok(KindSpec::Net(s))
             }
+            "suite" => {
+                let s: SuiteSpec = serde_json::from_value(options).map_err(de)?;
+                s.validate()?;
+                Ok(KindSpec::Suite(s))
+            }
             other => Err(format!(
                 "kind {other:?}: expected one of {}",
                 KINDS.join(", ")
@@ -103,6 +110,7 @@ impl KindSpec {
             KindSpec::Mem(_) => "mem",
             KindSpec::Crypto(_) => "crypto",
             KindSpec::Net(_) => "net",
+            KindSpec::Suite(_) => "suite",
         }
     }
 
@@ -119,6 +127,7 @@ impl KindSpec {
             KindSpec::Mem(s) => Box::new(s.clone()),
             KindSpec::Crypto(s) => Box::new(s.clone()),
             KindSpec::Net(s) => Box::new(s.clone()),
+            KindSpec::Suite(s) => Box::new(s.clone()),
         })
     }
 
@@ -149,6 +158,7 @@ impl KindSpec {
             "mem" => crate::mem::METRICS,
             "crypto" => &["ops_s"],
             "net" => &["mb_s", "transactions_s"],
+            "suite" => &["score"],
             _ => &[],
         };
         let mut out: Vec<String> = fixed.iter().map(|s| s.to_string()).collect();

@@ -20,5 +20,6 @@ pub mod runs;
 pub mod scimark;
 pub mod serve;
 pub mod show;
+pub mod suite;
 pub mod thresholds;
 pub mod top;

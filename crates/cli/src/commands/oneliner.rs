@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use perflab_analysis::summary::summarize_run;
 use perflab_lab::experiment::Experiment;
-use perflab_lab::runner::{self, RunOptions};
+use perflab_lab::runner::{self, RunOptions, RunOutcome};
 use perflab_store::Store;
 
 use crate::exit::{self, InvalidInput};
@@ -23,17 +23,7 @@ pub fn run(
     json: bool,
     title: &str,
 ) -> anyhow::Result<ExitCode> {
-    let exp = Experiment::parse(std::path::Path::new(&format!("perflab-{kind}.toml")), text)?;
-    let store = Store::open(&g.store)
-        .with_context(|| format!("cannot open the store {}", g.store.display()))?;
-    let flag = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
-    let progress = Progress::new(g.quiet);
-    let opts = RunOptions {
-        kind: Some(kind.into()),
-        ..Default::default()
-    };
-    let outcome = runner::run(&exp, &store, &opts, flag, &progress)?;
-    progress.finish();
+    let (store, outcome) = measure(g, kind, text)?;
     let summary = summarize_run(&store, outcome.run_id, 0.95)?;
     if json {
         let v = crate::commands::show::json(&store, &summary)?;
@@ -46,7 +36,24 @@ pub fn run(
         );
         println!("{}", crate::format::summary_table(&summary));
     }
-    Ok(ExitCode::from(exit::for_outcome(&outcome, "trials", kind)))
+    Ok(ExitCode::from(exit::for_outcome(&outcome, "trials", "run")))
+}
+
+/// Has the runner run the experiment `text` (of workload `kind`) into the store, with
+/// progress on stderr and Ctrl-C keeping what finished.
+pub fn measure(g: &Global, kind: &str, text: &str) -> anyhow::Result<(Store, RunOutcome)> {
+    let exp = Experiment::parse(std::path::Path::new(&format!("perflab-{kind}.toml")), text)?;
+    let store = Store::open(&g.store)
+        .with_context(|| format!("cannot open the store {}", g.store.display()))?;
+    let flag = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
+    let progress = Progress::new(g.quiet);
+    let opts = RunOptions {
+        kind: Some(kind.into()),
+        ..Default::default()
+    };
+    let outcome = runner::run(&exp, &store, &opts, flag, &progress)?;
+    progress.finish();
+    Ok((store, outcome))
 }
 
 /// `--threads`: a number above 0, or `all` (0 to the workloads: every CPU).

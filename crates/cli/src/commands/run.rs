@@ -64,7 +64,9 @@ pub fn run(g: &Global, a: &RunArgs) -> anyhow::Result<ExitCode> {
     let (exp, store) = match (a.resume, &a.file) {
         (Some(id), _) => {
             let store = Store::open(&g.store).with_context(store_err)?;
-            let exp = perflab_lab::resume::stored_experiment(&store, id, "experiment")
+            // The one-line commands store their experiment as a run of their kind.
+            let kinds = ["experiment", "mem", "compress", "crypto", "net", "suite"];
+            let exp = perflab_lab::resume::stored_experiment(&store, id, &kinds)
                 .map_err(crate::exit::resume_error)?;
             (exp, store)
         }

@@ -157,6 +157,8 @@ pub enum WorkloadSpec {
     Crypto(toml::Table),
     /// `kind = "net"`: a `perflab_workloads::net::NetSpec` table.
     Net(toml::Table),
+    /// `kind = "suite"`: a `perflab_workloads::suite::SuiteSpec` table.
+    Suite(toml::Table),
 }
 
 /// Workload kinds, as written in files.
@@ -174,6 +176,7 @@ impl WorkloadSpec {
             WorkloadSpec::Mem(_) => "mem",
             WorkloadSpec::Crypto(_) => "crypto",
             WorkloadSpec::Net(_) => "net",
+            WorkloadSpec::Suite(_) => "suite",
         }
     }
 
@@ -282,7 +285,8 @@ impl Experiment {
                     Ok(WorkloadSpec::Command(command_spec(c, w)?))
                 })
             }
-            k @ ("http" | "scimark" | "disk" | "compress" | "mem" | "crypto" | "net") => {
+            // Every other kind is a table of options its workload reads.
+            k if KINDS.contains(&k) => {
                 let raw: RawFile<Spanned<toml::Table>> =
                     toml::from_str(text).map_err(|e| toml_error(&loc, &e))?;
                 build(&loc, raw, |c, w| crate::workload::table_spec(c, k, w))

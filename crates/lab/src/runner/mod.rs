@@ -156,6 +156,10 @@ pub fn run_with(
                         "order": exp.order.as_str(),
                         "cwd": std::env::current_dir().ok(),
                         "noise_cv": noise,
+                        // The host as it was for this run (the hosts table keeps the
+                        // newest description) and the CPUs the run was pinned to.
+                        "host": host,
+                        "cpus": exp.cpus.as_ref().map(|c| c.to_string()),
                     }),
                 },
                 host_id,
@@ -266,6 +270,12 @@ fn programs_named(exp: &Experiment) -> Vec<String> {
         | WorkloadSpec::Mem(_)
         | WorkloadSpec::Crypto(_)
         | WorkloadSpec::Net(_) => add("perflab"),
+        // The suite's compilers, JVM and peer server are host facts of its run.
+        WorkloadSpec::Suite(_) => {
+            for p in ["perflab", "cc", "gcc", "java", "nginx"] {
+                add(p);
+            }
+        }
     }
     for t in [&exp.prepare, &exp.cleanup, &exp.setup, &exp.teardown]
         .into_iter()

@@ -240,7 +240,8 @@ impl Runner<'_> {
             | WorkloadSpec::Compress(table)
             | WorkloadSpec::Mem(table)
             | WorkloadSpec::Crypto(table)
-            | WorkloadSpec::Net(table)) => crate::workload::rendered(w.kind(), table, vars)?,
+            | WorkloadSpec::Net(table)
+            | WorkloadSpec::Suite(table)) => crate::workload::rendered(w.kind(), table, vars)?,
         };
         let profiled = |reps: &[u32]| reps.is_empty() || reps.contains(&t.repetition);
         Ok(TrialSpec {

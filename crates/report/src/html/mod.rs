@@ -14,6 +14,7 @@ use crate::data::ReportData;
 use crate::format::{arrow, bytes, cv, duration, esc, mean_ci, num, ratio_ci, sig, value};
 
 mod profile;
+mod suite;
 mod telemetry;
 
 const CSS: &str = r#"
@@ -66,10 +67,15 @@ pub fn render(d: &ReportData) -> String {
     );
     header(&mut o, d);
     results(&mut o, d);
-    charts(&mut o, d);
-    comparison(&mut o, d);
-    interaction(&mut o, d);
-    scimark(&mut o, d);
+    suite::section(&mut o, d);
+    // A suite run's configs are unlike items: no chart per metric over all of them, no
+    // ratio of each to the first (`perflab suite compare` compares machines).
+    if !suite::is_suite(d) {
+        charts(&mut o, d);
+        comparison(&mut o, d);
+        interaction(&mut o, d);
+        scimark(&mut o, d);
+    }
     latency_section(&mut o, d);
     knee(&mut o, d);
     telemetry::section(&mut o, d);

@@ -1,0 +1,488 @@
+//! The machine suite's readings (`perflab suite machine`, `kind = "suite"`): one row
+//! per item with its `score` and interval ([`rows`]), the memory curve ([`mem_curve`]),
+//! and two machines side by side ([`compare`]): per item the ratio B/A of the scores
+//! with its interval, the geometric mean of those ratios with its interval, each
+//! host's A/A noise floor, and the difference of the two hosts' facts.
+//!
+//! The noise floor of an item is the larger of the two hosts' own spread for it — the
+//! coefficient of variation of its repetitions on each host — and of the CPU-loop
+//! noise each run measured before it started (`noise_cv`). A ratio is called faster or
+//! slower only when its interval excludes 1 *and* it differs from 1 by more than that
+//! floor: a difference a host shows against itself is never a difference between
+//! hosts.
+
+use perflab_stats::{compare_metric, geometric_mean_ratio, CompareOptions, Outcome};
+use perflab_store::{HostInfo, RunExport};
+use serde_json::Value;
+
+use crate::compare::Sample;
+use crate::samples::{self, ConfigSamples};
+
+/// The item groups, in print order (as `perflab_workloads::suite::GROUPS`).
+const GROUPS: &[&str] = &["mem", "net", "compress", "crypto", "scimark", "http"];
+
+/// One item of a suite run.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub item: String,
+    pub group: String,
+    pub unit: String,
+    pub score: Sample,
+    /// Coefficient of variation of the score over the repetitions (NaN for n < 2).
+    pub cv: f64,
+}
+
+/// Whether a run is a machine-suite run, and whether it is the quick suite.
+pub fn kind_of(export: &RunExport) -> Option<Quick> {
+    match export.run.name.as_str() {
+        "machine-suite" => Some(Quick(false)),
+        "machine-suite-quick" => Some(Quick(true)),
+        _ => None,
+    }
+}
+
+/// `true` for a `--quick` suite run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quick(pub bool);
+
+fn item_of(c: &ConfigSamples) -> Option<String> {
+    c.params.get("item")?.as_str().map(str::to_string)
+}
+
+fn cv(values: &[f64]) -> f64 {
+    let n = values.len() as f64;
+    if values.len() < 2 {
+        return f64::NAN;
+    }
+    let mean = values.iter().sum::<f64>() / n;
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    var.sqrt() / mean.abs()
+}
+
+/// The items of a suite run, grouped in suite order, each with its score.
+pub fn rows(export: &RunExport, confidence: f64) -> Vec<Row> {
+    let mut out: Vec<Row> = samples::from_export(export)
+        .iter()
+        .filter_map(|c| {
+            let item = item_of(c)?;
+            let score = c.metric("score")?;
+            Some(Row {
+                group: item.split('.').next().unwrap_or("").to_string(),
+                item,
+                unit: score.unit.clone(),
+                score: Sample::of(&score.values, confidence),
+                cv: cv(&score.values),
+            })
+        })
+        .collect();
+    let rank = |g: &str| GROUPS.iter().position(|x| *x == g).unwrap_or(GROUPS.len());
+    out.sort_by_key(|r| rank(&r.group));
+    out
+}
+
+/// One line of the memory curve: an operation on one thread, GB/s by block size.
+#[derive(Debug, Clone)]
+pub struct Curve {
+    pub op: String,
+    /// (block bytes, mean GB/s, CI half-width), by block size.
+    pub points: Vec<(u64, f64, f64)>,
+}
+
+fn bytes(s: &str) -> Option<u64> {
+    let (num, mul) = match s.chars().last()? {
+        'K' => (&s[..s.len() - 1], 1u64 << 10),
+        'M' => (&s[..s.len() - 1], 1 << 20),
+        'G' => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    num.parse::<u64>().ok().map(|n| n * mul)
+}
+
+/// The one-thread `mem.OP.BLOCK` items as curves, one per operation.
+pub fn mem_curve(rows: &[Row]) -> Vec<Curve> {
+    let mut out: Vec<Curve> = Vec::new();
+    for r in rows {
+        let parts: Vec<&str> = r.item.split('.').collect();
+        let ["mem", op, block] = parts.as_slice() else {
+            continue;
+        };
+        let Some(b) = bytes(block) else { continue };
+        let point = (b, r.score.mean, r.score.half);
+        match out.iter_mut().find(|c| c.op == *op) {
+            Some(c) => c.points.push(point),
+            None => out.push(Curve {
+                op: op.to_string(),
+                points: vec![point],
+            }),
+        }
+    }
+    for c in &mut out {
+        c.points.sort_by_key(|p| p.0);
+    }
+    out
+}
+
+/// One item on both machines.
+#[derive(Debug, Clone)]
+pub struct CompareRow {
+    pub item: String,
+    pub unit: String,
+    pub a: Sample,
+    pub b: Sample,
+    /// B/A of the mean scores and its interval (None: not comparable, with why).
+    pub ratio: Result<(f64, f64, f64), String>,
+    /// The larger of the two hosts' noise for this item (a fraction).
+    pub floor: f64,
+    /// `faster`, `slower` (B against A), `within noise` or `not comparable`.
+    pub verdict: &'static str,
+}
+
+/// A fact of the two hosts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fact {
+    pub name: String,
+    pub a: String,
+    pub b: String,
+}
+
+impl Fact {
+    pub fn differs(&self) -> bool {
+        self.a != self.b
+    }
+}
+
+/// Two suite runs side by side.
+#[derive(Debug, Clone)]
+pub struct Comparison {
+    pub rows: Vec<CompareRow>,
+    /// Geometric mean of the comparable ratios: (ratio, low, high, items).
+    pub geomean: Option<(f64, f64, f64, usize)>,
+    /// Each run's CPU-loop noise (CV) before it started.
+    pub noise: (Option<f64>, Option<f64>),
+    pub facts: Vec<Fact>,
+    /// Items run on one machine only.
+    pub only_a: Vec<String>,
+    pub only_b: Vec<String>,
+    pub confidence: f64,
+}
+
+/// Why two runs cannot be compared as suites.
+pub fn refuse(a: &RunExport, b: &RunExport) -> Option<String> {
+    match (kind_of(a), kind_of(b)) {
+        (None, _) => Some(format!("run {} is not a machine-suite run ({:?})", a.run.id, a.run.name)),
+        (_, None) => Some(format!("run {} is not a machine-suite run ({:?})", b.run.id, b.run.name)),
+        (Some(x), Some(y)) if x != y => Some(format!(
+            "run {} is a {} suite and run {} a {} one: their items run for different times and cannot be compared (run both with or both without --quick)",
+            a.run.id,
+            if x.0 { "--quick" } else { "full" },
+            b.run.id,
+            if y.0 { "--quick" } else { "full" },
+        )),
+        _ => None,
+    }
+}
+
+/// Run B against run A, item by item. Call [`refuse`] first.
+pub fn compare(a: &RunExport, b: &RunExport, confidence: f64) -> Comparison {
+    let sa = samples::from_export(a);
+    let sb = samples::from_export(b);
+    let noise = (noise_cv(a), noise_cv(b));
+    let run_floor = noise.0.unwrap_or(0.0).max(noise.1.unwrap_or(0.0));
+    let opts = CompareOptions {
+        confidence,
+        ..Default::default()
+    };
+    let mut rows = Vec::new();
+    let mut comparisons = Vec::new();
+    let mut only_a = Vec::new();
+    for ca in &sa {
+        let (Some(item), Some(ma)) = (item_of(ca), ca.metric("score")) else {
+            continue;
+        };
+        let Some(mb) = sb
+            .iter()
+            .find(|c| item_of(c).as_deref() == Some(&item))
+            .and_then(|c| c.metric("score"))
+        else {
+            only_a.push(item);
+            continue;
+        };
+        let floor = [cv(&ma.values), cv(&mb.values), run_floor]
+            .into_iter()
+            .filter(|v| v.is_finite())
+            .fold(0.0, f64::max);
+        let (ratio, verdict) = match compare_metric(side(ma), side(mb), &opts, crate::format::num) {
+            Outcome::Compared(c) => {
+                let excl = c.ratio_ci_low > 1.0 || c.ratio_ci_high < 1.0;
+                let verdict = if !excl || (c.ratio - 1.0).abs() <= floor {
+                    "within noise"
+                } else if c.ratio > 1.0 {
+                    "faster"
+                } else {
+                    "slower"
+                };
+                let r = (c.ratio, c.ratio_ci_low, c.ratio_ci_high);
+                comparisons.push(c);
+                (Ok(r), verdict)
+            }
+            Outcome::TooFew => (
+                Err("fewer than two repetitions on a side".into()),
+                "not comparable",
+            ),
+            Outcome::NotComparable(why) => (Err(why), "not comparable"),
+        };
+        rows.push(CompareRow {
+            item,
+            unit: ma.unit.clone(),
+            a: Sample::of(&ma.values, confidence),
+            b: Sample::of(&mb.values, confidence),
+            ratio,
+            floor,
+            verdict,
+        });
+    }
+    let only_b = sb
+        .iter()
+        .filter_map(item_of)
+        .filter(|i| !sa.iter().any(|c| item_of(c).as_deref() == Some(i)))
+        .collect();
+    let refs: Vec<&perflab_stats::Comparison> = comparisons.iter().map(|c| &**c).collect();
+    let geomean = geometric_mean_ratio(&refs, confidence)
+        .map(|g| (g.ratio, g.ci_low, g.ci_high, g.n_metrics));
+    Comparison {
+        rows,
+        geomean,
+        noise,
+        facts: facts(a, b),
+        only_a,
+        only_b,
+        confidence,
+    }
+}
+
+fn noise_cv(e: &RunExport) -> Option<f64> {
+    e.run.environment.get("noise_cv")?.as_f64()
+}
+
+/// The host as the run saw it (the run's own snapshot, else the host record).
+fn host_of(e: &RunExport) -> HostInfo {
+    e.run
+        .environment
+        .get("host")
+        .and_then(|h| serde_json::from_value(h.clone()).ok())
+        .unwrap_or_else(|| e.host.clone())
+}
+
+fn host_facts(e: &RunExport) -> Vec<(String, String)> {
+    let h = host_of(e);
+    let opt = |v: Option<String>| v.unwrap_or_else(|| "?".into());
+    let mut out = vec![
+        ("hostname".to_string(), h.hostname.clone()),
+        ("cpu model".into(), opt(h.cpu_model.clone())),
+        ("cores".into(), opt(h.cores.map(|c| c.to_string()))),
+        (
+            "memory".into(),
+            opt(h
+                .memory_bytes
+                .map(|m| format!("{:.1} GiB", m as f64 / (1u64 << 30) as f64))),
+        ),
+        ("arch".into(), opt(h.arch.clone())),
+        ("kernel".into(), opt(h.kernel.clone())),
+        ("distribution".into(), opt(h.distribution.clone())),
+        ("governor".into(), opt(h.governor.clone())),
+    ];
+    out.extend(h.facts.iter().map(|(k, v)| (k.clone(), v.clone())));
+    let env = &e.run.environment;
+    let pinned = env
+        .get("cpus")
+        .and_then(Value::as_str)
+        .map_or("all".to_string(), |c| c.to_string());
+    out.push(("pinned to cpus".into(), pinned));
+    if let Some(tools) = env.get("tools").and_then(Value::as_object) {
+        for (name, v) in tools {
+            if name != "perflab" {
+                out.push((
+                    format!("{name} version"),
+                    v.as_str().unwrap_or("?").to_string(),
+                ));
+            }
+        }
+    }
+    out.push((
+        "perflab".into(),
+        env.get("perflab")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_string(),
+    ));
+    out
+}
+
+/// Every fact either host has, in the first host's order, then the second's extras.
+pub fn facts(a: &RunExport, b: &RunExport) -> Vec<Fact> {
+    let fa = host_facts(a);
+    let fb = host_facts(b);
+    let get = |f: &[(String, String)], k: &str| {
+        f.iter()
+            .find(|(n, _)| n == k)
+            .map_or("—".to_string(), |(_, v)| v.clone())
+    };
+    let mut names: Vec<String> = fa.iter().map(|(k, _)| k.clone()).collect();
+    for (k, _) in &fb {
+        if !names.contains(k) {
+            names.push(k.clone());
+        }
+    }
+    names
+        .into_iter()
+        .map(|name| Fact {
+            a: get(&fa, &name),
+            b: get(&fb, &name),
+            name,
+        })
+        .collect()
+}
+
+fn side(m: &crate::samples::MetricSamples) -> perflab_stats::MetricSide<'_> {
+    perflab_stats::MetricSide {
+        values: &m.values,
+        unit: &m.unit,
+        better: &m.better,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_names_read_as_bytes() {
+        assert_eq!(bytes("4K"), Some(4096));
+        assert_eq!(bytes("256M"), Some(256 << 20));
+        assert_eq!(bytes("x"), None);
+    }
+
+    #[test]
+    fn the_spread_of_one_value_is_unknown() {
+        assert!(cv(&[1.0]).is_nan());
+        assert!((cv(&[1.0, 1.0, 1.0])).abs() < 1e-12);
+    }
+
+    use perflab_store::{ExportedConfig, ExportedRun, ExportedTrial, MetricValue};
+
+    /// A suite run of `items` (name, scores), its CPU-loop noise, pinned or not.
+    fn run(name: &str, items: &[(&str, &[f64])], noise: f64, cpus: Option<&str>) -> RunExport {
+        let mut configs = Vec::new();
+        let mut trials = Vec::new();
+        for (i, (item, scores)) in items.iter().enumerate() {
+            let mut params = perflab_store::Params::new();
+            params.insert("item".into(), serde_json::json!(item));
+            configs.push(ExportedConfig {
+                ordinal: i as u32 + 1,
+                params,
+            });
+            for (r, v) in scores.iter().enumerate() {
+                trials.push(ExportedTrial {
+                    config: i as u32 + 1,
+                    repetition: r as u32 + 1,
+                    ordinal: trials.len() as u32 + 1,
+                    started_at: String::new(),
+                    duration_s: 1.0,
+                    status: "ok".into(),
+                    error: None,
+                    method: None,
+                    metrics: vec![MetricValue::new("score", "op/s", *v, "higher")],
+                    histograms: vec![],
+                    series: vec![],
+                    artifacts: vec![],
+                });
+            }
+        }
+        RunExport {
+            schema_version: 1,
+            run: ExportedRun {
+                id: 1,
+                uuid: "u".into(),
+                name: name.into(),
+                kind: "suite".into(),
+                status: "complete".into(),
+                started_at: String::new(),
+                ended_at: None,
+                file_path: None,
+                file_text: None,
+                seed: None,
+                environment: serde_json::json!({"noise_cv": noise, "cpus": cpus}),
+                imported_at: None,
+            },
+            host: HostInfo {
+                hostname: "h".into(),
+                ..Default::default()
+            },
+            configs,
+            trials,
+            artifacts: vec![],
+        }
+    }
+
+    #[test]
+    fn a_difference_within_a_hosts_own_noise_is_not_called_faster() {
+        let a = run(
+            "machine-suite",
+            &[
+                ("crypto.sha256", &[100.0, 101.0, 99.0, 100.0, 100.5]),
+                ("mem.write.4K", &[100.0, 100.2, 99.8, 100.1, 99.9]),
+                ("net.rr", &[100.0, 100.0, 100.0]),
+            ],
+            0.001,
+            None,
+        );
+        let b = run(
+            "machine-suite",
+            &[
+                // Half as fast, far beyond the noise: slower.
+                ("crypto.sha256", &[50.0, 50.5, 49.5, 50.0, 50.2]),
+                // 0.8% faster with a tight interval, but the run's CPU loop varied 2%.
+                ("mem.write.4K", &[100.8, 101.0, 100.6, 100.9, 100.7]),
+                ("http.nginx", &[1.0, 1.0]),
+            ],
+            0.02,
+            Some("0"),
+        );
+        assert_eq!(refuse(&a, &b), None);
+        let c = compare(&a, &b, 0.95);
+        let verdict = |i: &str| c.rows.iter().find(|r| r.item == i).unwrap().verdict;
+        assert_eq!(verdict("crypto.sha256"), "slower");
+        let mem = c.rows.iter().find(|r| r.item == "mem.write.4K").unwrap();
+        let (_, lo, _) = mem.ratio.clone().unwrap();
+        assert!(lo > 1.0, "the interval alone excludes 1");
+        assert_eq!(mem.verdict, "within noise");
+        assert!((mem.floor - 0.02).abs() < 1e-12);
+        assert_eq!(c.only_a, vec!["net.rr".to_string()]);
+        assert_eq!(c.only_b, vec!["http.nginx".to_string()]);
+        let (g, glo, ghi, n) = c.geomean.unwrap();
+        assert_eq!(n, 2);
+        assert!(glo < g && g < ghi);
+        assert!((g - (0.5f64 * 1.008).sqrt()).abs() < 0.01, "{g}");
+        let pinned = c.facts.iter().find(|f| f.name == "pinned to cpus").unwrap();
+        assert!(pinned.differs());
+        assert_eq!((pinned.a.as_str(), pinned.b.as_str()), ("all", "0"));
+        assert!(!c
+            .facts
+            .iter()
+            .find(|f| f.name == "hostname")
+            .unwrap()
+            .differs());
+    }
+
+    #[test]
+    fn quick_and_full_runs_and_other_runs_are_refused() {
+        let full = run("machine-suite", &[], 0.0, None);
+        let quick = run("machine-suite-quick", &[], 0.0, None);
+        let other = run("quickstart", &[], 0.0, None);
+        assert!(refuse(&full, &quick).unwrap().contains("--quick"));
+        assert!(refuse(&other, &full)
+            .unwrap()
+            .contains("not a machine-suite run"));
+        assert_eq!(refuse(&quick, &quick), None);
+    }
+}

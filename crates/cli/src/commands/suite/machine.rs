@@ -1,0 +1,254 @@
+//! `perflab suite machine`: every item of the suite this machine can run, as one
+//! experiment over `item` run by the runner (interleaved repetitions, the noise
+//! pre-check, Ctrl-C keeps what finished, `perflab run --resume RUN` finishes it),
+//! stored as one run with the host's facts; then the one-page summary.
+
+use std::process::ExitCode;
+
+use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
+use perflab_analysis::suite::{self, Row};
+use perflab_workloads::cpuset::CpuSet;
+use perflab_workloads::suite::{catalogue, Item, GROUPS};
+
+use crate::commands::oneliner;
+use crate::exit::{self, InvalidInput};
+use crate::format::{self, STYLE};
+use crate::Global;
+
+/// Run the machine suite: memory bandwidth by block size, TCP throughput and
+/// request/response on loopback, gzip/zstd/lz4, RSA/ECDSA/Ed25519/SHA-256/AEAD,
+/// SciMark in C and Java, and HTTP against perflab serve (and nginx when installed).
+///
+/// Items whose program is missing (cc, java, nginx) are skipped and named.
+///
+/// Examples:
+///   perflab suite machine --quick          # shorter trials, fewer block sizes
+///   perflab suite machine --only mem,net   # groups or item names
+///   perflab suite machine --cpus 0         # pin everything: emulate a smaller machine
+///   perflab suite machine --list           # the items, without running them
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct MachineArgs {
+    /// The quick suite: shorter trials, the memory curve at 4K, 1M and 256M only.
+    #[arg(long)]
+    quick: bool,
+
+    /// Groups (mem, net, compress, crypto, scimark, http) or items, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+
+    /// Pin every workload (and the servers it starts) to these CPUs: `0`, `0-3,6`.
+    #[arg(long)]
+    cpus: Option<String>,
+
+    /// Repetitions per item, interleaved [default: 5, quick 3].
+    #[arg(long, short = 'r')]
+    runs: Option<u32>,
+
+    /// List the items (and which would be skipped here), run nothing.
+    #[arg(long)]
+    list: bool,
+
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Items this machine cannot run: (item, why).
+type Skipped = Vec<(String, String)>;
+
+/// The items `--only` picks, those this machine can run, and those it cannot (why).
+fn pick(a: &MachineArgs) -> Result<(Vec<Item>, Skipped), InvalidInput> {
+    let all = catalogue(a.quick);
+    for o in &a.only {
+        if !GROUPS.contains(&o.as_str()) && !all.iter().any(|i| &i.name == o) {
+            return Err(InvalidInput(format!(
+                "--only {o:?}: expected groups ({}) or items of the {} suite (see --list)",
+                GROUPS.join(", "),
+                if a.quick { "quick" } else { "full" }
+            )));
+        }
+    }
+    let wanted =
+        |i: &Item| a.only.is_empty() || a.only.iter().any(|o| o == i.group || *o == i.name);
+    let mut run = Vec::new();
+    let mut skipped = Vec::new();
+    for i in all.into_iter().filter(wanted) {
+        match i.needs() {
+            Some(p) if perflab_lab::env::which(p).is_none() && !nginx_in_sbin(p) => {
+                skipped.push((i.name, format!("{p} not found")))
+            }
+            _ => run.push(i),
+        }
+    }
+    Ok((run, skipped))
+}
+
+/// Debian installs nginx in /usr/sbin, which is not on every user's PATH.
+fn nginx_in_sbin(p: &str) -> bool {
+    p == "nginx" && std::path::Path::new("/usr/sbin/nginx").is_file()
+}
+
+fn experiment_text(a: &MachineArgs, items: &[Item]) -> Result<String, InvalidInput> {
+    let reps = oneliner::runs(a.runs.unwrap_or(if a.quick { 3 } else { 5 }))?;
+    let cpus = match &a.cpus {
+        Some(c) => {
+            let set = CpuSet::parse(c).map_err(|e| InvalidInput(format!("--cpus {c:?}: {e}")))?;
+            format!("cpus = {}\n", oneliner::q(&set.to_string()))
+        }
+        None => String::new(),
+    };
+    let names = items
+        .iter()
+        .map(|i| oneliner::q(&i.name))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Ok(format!(
+        "[experiment]\nname = \"machine-suite{}\"\nrepetitions = {reps}\nwarmup = 0\n\
+         order = \"interleaved\"\ntimeout = \"300s\"\n{cpus}\n[matrix]\nitem = [{names}]\n\n\
+         [workload]\nkind = \"suite\"\nitem = \"{{item}}\"\nquick = {}\n",
+        if a.quick { "-quick" } else { "" },
+        a.quick
+    ))
+}
+
+pub fn run(g: &Global, a: &MachineArgs) -> anyhow::Result<ExitCode> {
+    let (items, skipped) = pick(a)?;
+    if a.list {
+        for i in &items {
+            println!("{:<9} {}", i.group, i.name);
+        }
+        for (name, why) in &skipped {
+            println!("{:<9} {name}  (skipped: {why})", "");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if items.is_empty() {
+        return Err(InvalidInput("no item of the suite can run here (see --list)".into()).into());
+    }
+    let text = experiment_text(a, &items)?;
+    for (name, why) in &skipped {
+        eprintln!("skipped {name}: {why}");
+    }
+    let (store, outcome) = oneliner::measure(g, "suite", &text)?;
+    let export = store.export_run(outcome.run_id)?;
+    let rows = suite::rows(&export, 0.95);
+    if a.json {
+        let v = serde_json::json!({
+            "run": outcome.run_id,
+            "quick": a.quick,
+            "cpus": a.cpus,
+            "host": export.run.environment.get("host"),
+            "skipped": skipped.iter().map(|(n, w)| serde_json::json!({"item": n, "why": w})).collect::<Vec<_>>(),
+            "items": rows.iter().map(row_json).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        let host = &export.host;
+        println!(
+            "run {} · machine suite{} · {} · {} · {} CPUs{} · store {}",
+            outcome.run_id,
+            if a.quick { " (quick)" } else { "" },
+            host.hostname,
+            host.cpu_model.as_deref().unwrap_or("unknown CPU"),
+            host.cores.unwrap_or(0),
+            a.cpus
+                .as_ref()
+                .map(|c| format!(" (pinned to {c})"))
+                .unwrap_or_default(),
+            g.store.display()
+        );
+        println!("{}", table(&rows));
+        let curve = suite::mem_curve(&rows);
+        if !curve.is_empty() {
+            println!("\nmemory, one thread (GB/s by block size):");
+            println!("{}", curve_table(&curve));
+        }
+        println!(
+            "\nCompare with another machine: `perflab export {} > this.json`, `perflab import` it there, then `perflab suite compare {} RUN`; `perflab report {}` draws it.",
+            outcome.run_id, outcome.run_id, outcome.run_id
+        );
+    }
+    Ok(ExitCode::from(exit::for_outcome(&outcome, "trials", "run")))
+}
+
+fn row_json(r: &Row) -> serde_json::Value {
+    serde_json::json!({
+        "item": r.item,
+        "group": r.group,
+        "unit": r.unit,
+        "n": r.score.n,
+        "mean": r.score.mean,
+        "ci_low": r.score.mean - r.score.half,
+        "ci_high": r.score.mean + r.score.half,
+        "cv": r.cv,
+    })
+}
+
+fn table(rows: &[Row]) -> Table {
+    let mut t = Table::new();
+    t.load_style(STYLE)
+        .set_content_arrangement(ContentArrangement::Dynamic);
+    t.set_header(vec!["group", "item", "score ± 95% CI", "n", "CV"]);
+    let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
+    let mut last = "";
+    for r in rows {
+        t.add_row(vec![
+            Cell::new(if r.group != last {
+                r.group.as_str()
+            } else {
+                ""
+            }),
+            Cell::new(
+                r.item
+                    .strip_prefix(&format!("{}.", r.group))
+                    .unwrap_or(&r.item),
+            ),
+            right(format::mean_pm(r.score.mean, r.score.half, &r.unit)),
+            right(r.score.n.to_string()),
+            right(if r.cv.is_finite() {
+                format!("{:.1}%", r.cv * 100.0)
+            } else {
+                "—".into()
+            }),
+        ]);
+        last = &r.group;
+    }
+    t
+}
+
+fn curve_table(curves: &[suite::Curve]) -> Table {
+    let mut t = Table::new();
+    t.load_style(STYLE);
+    let mut blocks: Vec<u64> = curves
+        .iter()
+        .flat_map(|c| c.points.iter().map(|p| p.0))
+        .collect();
+    blocks.sort_unstable();
+    blocks.dedup();
+    let mut header = vec!["op".to_string()];
+    header.extend(blocks.iter().map(|b| block_label(*b)));
+    t.set_header(header);
+    for c in curves {
+        let mut row = vec![Cell::new(&c.op)];
+        for b in &blocks {
+            let v = c
+                .points
+                .iter()
+                .find(|p| p.0 == *b)
+                .map_or("—".to_string(), |p| format::sig(p.1));
+            row.push(Cell::new(v).set_alignment(CellAlignment::Right));
+        }
+        t.add_row(row);
+    }
+    t
+}
+
+fn block_label(b: u64) -> String {
+    match b {
+        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{}G", b >> 30),
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{}M", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{}K", b >> 10),
+        b => b.to_string(),
+    }
+}

@@ -1,0 +1,178 @@
+//! The machine suite's page (`perflab suite machine`, `kind = "suite"`): the memory
+//! curve as a line over block sizes on a log axis, then each group's scores as bars
+//! with their confidence whiskers and every trial as a point — one chart per group and
+//! unit, since GB/s and op/s share no axis. The generic per-metric charts are left out
+//! for a suite run: each would list every item and measure one group.
+
+use std::fmt::Write;
+
+use perflab_analysis::suite;
+
+use crate::chart::line::{render, LinePlot};
+use crate::chart::{domain, dots, labelled, nice_ticks};
+use crate::data::{MetricSample, ReportData};
+use crate::format::esc;
+
+/// Whether the run is a machine-suite run (its configs are items with a score).
+pub(super) fn is_suite(d: &ReportData) -> bool {
+    suite::kind_of(&d.export).is_some()
+}
+
+pub(super) fn section(o: &mut String, d: &ReportData) {
+    if !is_suite(d) {
+        return;
+    }
+    let rows = suite::rows(&d.export, d.confidence);
+    let _ = writeln!(
+        o,
+        "<h2>Machine suite</h2><p class=\"muted\">Each item's score (higher is better), mean with its {} interval and every trial. Compare two machines with <code>perflab suite compare RUN_A RUN_B</code>.</p>",
+        d.level()
+    );
+    if let Some(svg) = memory_curve(&suite::mem_curve(&rows)) {
+        o.push_str(&svg);
+        o.push('\n');
+    }
+    // (group, unit) → the items' score samples, in suite order.
+    let mut charts: Vec<(String, String, Items)> = Vec::new();
+    for r in &rows {
+        let Some(m) = score_of(d, &r.item) else {
+            continue;
+        };
+        let label = r
+            .item
+            .strip_prefix(&format!("{}.", r.group))
+            .unwrap_or(&r.item)
+            .to_string();
+        match charts
+            .iter_mut()
+            .find(|(g, u, _)| *g == r.group && *u == r.unit)
+        {
+            Some((_, _, items)) => items.push((label, m)),
+            None => charts.push((r.group.clone(), r.unit.clone(), vec![(label, m)])),
+        }
+    }
+    for (group, unit, items) in &charts {
+        let rows: Vec<(&str, Option<&MetricSample>)> =
+            items.iter().map(|(l, m)| (l.as_str(), Some(*m))).collect();
+        let _ = writeln!(
+            o,
+            "<h3>{} <span class=\"muted\">({})</span></h3>",
+            esc(group),
+            esc(unit)
+        );
+        o.push_str(&dots::chart(
+            &format!("{group} score"),
+            unit,
+            "higher",
+            &rows,
+            &d.level(),
+        ));
+        o.push('\n');
+    }
+}
+
+/// (item label, its score samples).
+type Items<'a> = Vec<(String, &'a MetricSample)>;
+
+/// The `score` samples of the config whose `item` is `item`.
+fn score_of<'a>(d: &'a ReportData, item: &str) -> Option<&'a MetricSample> {
+    let ordinal = d
+        .samples
+        .iter()
+        .find(|c| c.params.get("item").and_then(|v| v.as_str()) == Some(item))?
+        .ordinal;
+    d.configs
+        .iter()
+        .find(|c| c.ordinal == ordinal)?
+        .metric("score")
+}
+
+/// GB/s by block size, one line per operation, x on a log₂ scale.
+fn memory_curve(curves: &[suite::Curve]) -> Option<String> {
+    let lines: Vec<(String, Vec<(f64, f64)>)> = curves
+        .iter()
+        .filter(|c| c.points.len() >= 2)
+        .map(|c| {
+            let pts = c
+                .points
+                .iter()
+                .map(|(b, gbs, _)| ((*b as f64).log2(), *gbs))
+                .collect();
+            (c.op.clone(), pts)
+        })
+        .collect();
+    if lines.is_empty() {
+        return None;
+    }
+    let xs: Vec<f64> = lines
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|(x, _)| *x))
+        .collect();
+    let (x0, x1) = (
+        xs.iter().copied().fold(f64::INFINITY, f64::min),
+        xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+    );
+    let mut x_ticks = Vec::new();
+    let mut e = x0.floor() as i32;
+    while f64::from(e) <= x1 {
+        x_ticks.push((f64::from(e), size_label(e)));
+        e += if x1 - x0 > 10.0 { 2 } else { 1 };
+    }
+    let y_range = domain(
+        lines.iter().flat_map(|(_, p)| p.iter().map(|(_, y)| *y)),
+        true,
+    );
+    Some(render(&LinePlot {
+        title: "memory bandwidth by block size (one thread)".into(),
+        x_label: "block size (log scale) — small blocks stay in the caches".into(),
+        y_label: "GB/s".into(),
+        x_range: (x0, x1),
+        y_range,
+        x_ticks,
+        y_ticks: labelled(nice_ticks(y_range.0, y_range.1, 5)),
+        lines,
+    }))
+}
+
+/// `4K`, `1M`, `256M` for 2^e bytes.
+fn size_label(e: i32) -> String {
+    match e {
+        e if e >= 30 => format!("{}G", 1u64 << (e - 30)),
+        e if e >= 20 => format!("{}M", 1u64 << (e - 20)),
+        e if e >= 10 => format!("{}K", 1u64 << (e - 10)),
+        e => format!("{}", 1u64 << e.max(0)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_sizes_label_in_powers_of_1024() {
+        assert_eq!(size_label(12), "4K");
+        assert_eq!(size_label(20), "1M");
+        assert_eq!(size_label(28), "256M");
+    }
+
+    #[test]
+    fn the_curve_is_a_line_per_operation_over_log_sizes() {
+        let curves = vec![suite::Curve {
+            op: "write".into(),
+            points: vec![
+                (4096, 100.0, 1.0),
+                (1 << 20, 150.0, 2.0),
+                (256 << 20, 40.0, 1.0),
+            ],
+        }];
+        let svg = memory_curve(&curves).unwrap();
+        assert!(svg.contains("<polyline"), "{svg}");
+        assert!(svg.contains(">4K<") && svg.contains(">256M<"), "{svg}");
+        // One point is no curve.
+        let one = vec![suite::Curve {
+            op: "read".into(),
+            points: vec![(4096, 1.0, 0.0)],
+        }];
+        assert!(memory_curve(&one).is_none());
+    }
+}
