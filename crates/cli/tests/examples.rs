@@ -328,3 +328,19 @@ fn embedded_server_runs_quick() {
     assert!(metric_names(&s).iter().any(|m| m == "rps"));
     assert_eq!(s["configs"][0]["params"]["server"], "c-embedded");
 }
+
+#[test]
+fn machine_suite_runs_quick_and_compares_with_itself() {
+    let lab = Lab::new();
+    let needs: &[(&str, &[&str])] = &[("cc", &["--version"])];
+    let Some(s) = run_quick(&lab, "machine-suite", needs) else {
+        return;
+    };
+    let configs = s["configs"].as_array().unwrap();
+    assert_eq!(configs.len(), 8);
+    assert!(metric_names(&s).iter().any(|m| m == "score"));
+    // Its run is a quick machine-suite run: `suite compare` takes it.
+    let out = lab.run(&["suite", "compare", "1", "1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("geomean"), "{}", stdout(&out));
+}
