@@ -69,6 +69,8 @@ enum Command {
     Profile(commands::profile::ProfileArgs),
     Report(commands::report::ReportArgs),
     Completions(commands::completions::CompletionsArgs),
+    #[command(hide = true)]
+    Worker(commands::worker::WorkerArgs),
 }
 
 /// Options every command sees.
@@ -148,6 +150,7 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::Profile(a) => commands::profile::run(&g, a),
         Command::Report(a) => commands::report::run(&g, a),
         Command::Completions(a) => commands::completions::run(a),
+        Command::Worker(a) => commands::worker::run(a),
     }
 }
 

@@ -28,6 +28,9 @@ pub struct RawFile<W> {
     /// `Experiment::quick_form`); checked there, not here.
     #[serde(default, rename = "quick")]
     pub _quick: Option<toml::Value>,
+    /// `[[hosts]]`: an inventory kept in the experiment file, read by perflab-fleet.
+    #[serde(default, rename = "hosts")]
+    pub _hosts: Option<toml::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -74,6 +77,8 @@ pub struct RawExperiment {
     pub seed: Option<Spanned<i64>>,
     pub timeout: Option<SStr>,
     pub cpus: Option<SStr>,
+    /// Hosts of the inventory to run every config on (one more dimension, `host`).
+    pub on: Option<Vec<SStr>>,
     pub prepare: Option<SStr>,
     pub cleanup: Option<SStr>,
     pub setup: Option<SStr>,

@@ -23,3 +23,4 @@ pub mod show;
 pub mod suite;
 pub mod thresholds;
 pub mod top;
+pub mod worker;

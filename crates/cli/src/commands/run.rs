@@ -23,6 +23,7 @@ use crate::Global;
 ///   perflab run examples/compress.toml --json > summary.json
 ///   perflab run --resume 3                 # finish an interrupted run, same id
 ///   perflab run --resume 3 --retry-failed  # ... and re-run its failed trials
+///   perflab run exp.toml --on a,b --hosts hosts.toml   # every config on hosts a and b
 ///
 /// Ctrl-C stops the current trial, keeps every finished one and exits 130; a second
 /// Ctrl-C kills at once.
@@ -57,6 +58,60 @@ pub struct RunArgs {
     /// repetitions, a smaller matrix), for a first look in a few minutes.
     #[arg(long, conflicts_with = "resume")]
     quick: bool,
+
+    /// Run every config on these inventory hosts over ssh (the host is one more
+    /// dimension, `host`; each trial runs `perflab worker` there).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "HOST,...",
+        conflicts_with = "resume"
+    )]
+    on: Vec<String>,
+
+    /// The inventory: `[[hosts]]` tables (.toml) or an Ansible INI file [default:
+    /// hosts.toml beside the experiment, else the experiment's own [[hosts]]].
+    #[arg(long, value_name = "FILE")]
+    hosts: Option<PathBuf>,
+
+    /// Trust a host's key the first time it is seen (StrictHostKeyChecking=accept-new).
+    #[arg(long)]
+    accept_new_host_keys: bool,
+}
+
+/// The factory of a run on hosts: the inventory (`--hosts`, `hosts.toml` beside the
+/// experiment, or its own `[[hosts]]`), each named host checked.
+fn fleet(a: &RunArgs, exp: &Experiment) -> anyhow::Result<perflab_fleet::Fleet> {
+    use perflab_fleet::{Inventory, Ssh};
+    if exp.service.is_some() || exp.monitor.is_some() || exp.profile.is_some() {
+        return Err(InvalidInput(
+            "on hosts, the workload runs on each host while [service], [monitor] and [profile] would run here: run them on the hosts in the workload's command, or without `on`".into(),
+        )
+        .into());
+    }
+    let beside = exp.path.with_file_name("hosts.toml");
+    let inventory = match &a.hosts {
+        Some(p) => Inventory::load(p).map_err(|e| InvalidInput(e.to_string()))?,
+        None if beside.is_file() => {
+            Inventory::load(&beside).map_err(|e| InvalidInput(e.to_string()))?
+        }
+        None => {
+            Inventory::from_toml(&exp.path, &exp.text).map_err(|e| InvalidInput(e.to_string()))?
+        }
+    };
+    for h in &exp.on {
+        inventory.get(h).map_err(InvalidInput)?;
+    }
+    let scratch = std::env::temp_dir().join(format!("perflab-fleet-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch)?;
+    Ok(perflab_fleet::Fleet::new(
+        inventory,
+        Ssh {
+            accept_new_host_keys: a.accept_new_host_keys,
+            ..Default::default()
+        },
+        scratch,
+    ))
 }
 
 pub fn run(g: &Global, a: &RunArgs) -> anyhow::Result<ExitCode> {
@@ -105,19 +160,31 @@ pub fn run(g: &Global, a: &RunArgs) -> anyhow::Result<ExitCode> {
             return Err(InvalidInput("give an experiment file or --resume RUN_ID".into()).into())
         }
     };
+    let exp = if a.on.is_empty() {
+        exp
+    } else {
+        exp.on_hosts(&a.on)?
+    };
+    let fleet = if exp.on.is_empty() {
+        None
+    } else {
+        Some(fleet(a, &exp)?)
+    };
     let flag = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
     let progress = Progress::new(g.quiet);
-    let outcome = runner::run(
-        &exp,
-        &store,
-        &RunOptions {
-            resume: a.resume,
-            retry_failed: a.retry_failed,
-            ..Default::default()
-        },
-        flag,
-        &progress,
-    )?;
+    let opts = RunOptions {
+        resume: a.resume,
+        retry_failed: a.retry_failed,
+        ..Default::default()
+    };
+    let outcome = match &fleet {
+        Some(f) => runner::run_with(&exp, &store, &opts, flag, &progress, f),
+        None => runner::run(&exp, &store, &opts, flag, &progress),
+    };
+    if let Some(f) = &fleet {
+        let _ = std::fs::remove_dir_all(&f.scratch);
+    }
+    let outcome = outcome?;
     progress.finish();
     let summary = summarize_run(&store, outcome.run_id, a.confidence)?;
     let verdicts = thresholds::judge(&thresholds::of(&exp)?, &summary);

@@ -199,6 +199,38 @@ impl WorkloadSpec {
     }
 }
 
+/// `on = ["a", "b"]`: the host is one more dimension of the plan, `host`, last (the
+/// runner's factory sends each trial to its host).
+fn hosts_dimension(loc: &Locator, on: &[SStr], matrix: &mut Vec<Param>) -> Result<(), FileError> {
+    let at = on[0].span().start;
+    if matrix.iter().any(|p| p.name == "host") {
+        return Err(loc.at(
+            at,
+            "`on` adds the matrix parameter `host`, which [matrix] already has: rename one",
+        ));
+    }
+    let mut values = Vec::new();
+    for h in on {
+        let name = h.get_ref();
+        if name.is_empty() || name.contains(char::is_whitespace) || name.contains(',') {
+            return Err(loc.at(
+                h.span().start,
+                format!("on: host name {name:?} is not a name"),
+            ));
+        }
+        let v = serde_json::Value::String(name.clone());
+        if values.contains(&v) {
+            return Err(loc.at(h.span().start, format!("on: host {name:?} is listed twice")));
+        }
+        values.push(v);
+    }
+    matrix.push(Param {
+        name: "host".into(),
+        values,
+    });
+    Ok(())
+}
+
 /// A checked experiment.
 #[derive(Debug, Clone)]
 pub struct Experiment {
@@ -223,6 +255,8 @@ pub struct Experiment {
     pub setup: Option<Template>,
     pub teardown: Option<Template>,
     pub matrix: Vec<Param>,
+    /// `on`: the hosts every config runs on (the `host` parameter of the matrix).
+    pub on: Vec<String>,
     pub service: Option<ServiceSpec>,
     pub monitor: Option<MonitorConfig>,
     pub profile: Option<ProfileConfig>,
@@ -266,6 +300,46 @@ impl Experiment {
             message: format!("cannot read the experiment file: {e}"),
         })?;
         Experiment::parse(path, &text)
+    }
+
+    /// The same experiment run on `hosts` (`perflab run --on`): `on = [...]` written
+    /// into its `[experiment]` table, so the stored text says where it ran and a
+    /// resumed run runs there again.
+    pub fn on_hosts(&self, hosts: &[String]) -> Result<Experiment, FileError> {
+        let loc = Locator {
+            path: &self.path,
+            text: &self.text,
+        };
+        if !self.on.is_empty() {
+            return Err(loc.nowhere(format!(
+                "--on {}: the file already says `on = {:?}`; give the hosts once",
+                hosts.join(","),
+                self.on
+            )));
+        }
+        let line = format!(
+            "on = [{}]",
+            hosts
+                .iter()
+                .map(|h| toml::Value::String(h.clone()).to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let mut out = String::new();
+        let mut done = false;
+        for l in self.text.lines() {
+            out.push_str(l);
+            out.push('\n');
+            if !done && l.trim() == "[experiment]" {
+                out.push_str(&line);
+                out.push('\n');
+                done = true;
+            }
+        }
+        if !done {
+            return Err(loc.nowhere("--on: no `[experiment]` header line to add `on` under"));
+        }
+        Experiment::parse(&self.path, &out)
     }
 
     /// Checks an experiment given as text (`path` is used in messages).
@@ -485,7 +559,10 @@ fn build<W>(
     raw: RawFile<W>,
     workload: impl FnOnce(&Checker, W) -> Result<WorkloadSpec, FileError>,
 ) -> Result<Experiment, FileError> {
-    let matrix = matrix(loc, raw.matrix.unwrap_or_default())?;
+    let mut matrix = matrix(loc, raw.matrix.unwrap_or_default())?;
+    if let Some(on) = raw.experiment.on.as_ref().filter(|on| !on.is_empty()) {
+        hosts_dimension(loc, on, &mut matrix)?;
+    }
     let c = Checker {
         loc: Locator {
             path: loc.path,
@@ -599,6 +676,7 @@ fn build<W>(
         cleanup: opt_t(&e.cleanup)?,
         setup: opt_t(&e.setup)?,
         teardown: opt_t(&e.teardown)?,
+        on: e.on.iter().flatten().map(|h| h.get_ref().clone()).collect(),
         matrix,
         service,
         monitor,

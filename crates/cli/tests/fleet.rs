@@ -1,0 +1,390 @@
+//! `perflab run --on`: experiments across hosts over the system ssh client. Each test
+//! builds its own hosts — network namespaces, each with a veth pair to this one
+//! (10.231.N.2 inside) and its own sshd with per-test host and user keys and a test
+//! known_hosts named in the inventory — and removes them when it ends, also when it
+//! fails. Skipped, with the reason, where namespaces or sshd are not available.
+
+mod common;
+use common::*;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command as Std, Stdio};
+use std::time::Duration;
+
+/// Namespaces with an sshd each; dropped: sshd killed, namespaces deleted.
+struct Hosts {
+    names: Vec<String>,
+    /// The third octet of each host's 10.231.N.2.
+    nets: Vec<usize>,
+    sshd: Vec<Child>,
+    dir: PathBuf,
+}
+
+fn sh(args: &[&str]) -> Result<(), String> {
+    let out = Std::new(args[0])
+        .args(&args[1..])
+        .output()
+        .map_err(|e| format!("{}: {e}", args[0]))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+fn sshd() -> Option<PathBuf> {
+    ["/usr/sbin/sshd", "/usr/bin/sshd"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+}
+
+impl Hosts {
+    /// `n` hosts; None (and why, printed) where this machine cannot make them.
+    fn new(dir: &Path, n: usize) -> Option<Hosts> {
+        let Some(sshd) = sshd() else {
+            eprintln!("skipped: no sshd (Debian: openssh-server)");
+            return None;
+        };
+        // Unique per test of this process, and short: interface names have 15 bytes.
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let seq = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let tag = format!("{}{seq}", std::process::id() % 10_000);
+        let mut hosts = Hosts {
+            names: Vec::new(),
+            nets: Vec::new(),
+            sshd: Vec::new(),
+            dir: dir.to_path_buf(),
+        };
+        let keygen = |file: &Path| {
+            sh(&[
+                "ssh-keygen",
+                "-q",
+                "-t",
+                "ed25519",
+                "-N",
+                "",
+                "-f",
+                file.to_str().unwrap(),
+            ])
+        };
+        if let Err(e) = keygen(&dir.join("id")).and_then(|_| keygen(&dir.join("hostkey"))) {
+            eprintln!("skipped: {e}");
+            return None;
+        }
+        std::fs::copy(dir.join("id.pub"), dir.join("authorized_keys")).unwrap();
+        let _ = std::fs::create_dir_all("/run/sshd");
+        let hostkey = std::fs::read_to_string(dir.join("hostkey.pub")).unwrap();
+        let mut known = String::new();
+        for i in 0..n {
+            let ns = format!("plf{tag}n{i}");
+            let (outside, inside) = (format!("plf{tag}h{i}"), format!("plf{tag}v{i}"));
+            let net = 10 + 10 * seq as usize + i;
+            let addr = format!("10.231.{net}.2");
+            let made = sh(&["ip", "netns", "add", &ns]).and_then(|_| {
+                hosts.names.push(ns.clone());
+                sh(&[
+                    "ip", "link", "add", &outside, "type", "veth", "peer", "name", &inside,
+                ])?;
+                sh(&["ip", "link", "set", &inside, "netns", &ns])?;
+                sh(&[
+                    "ip",
+                    "addr",
+                    "add",
+                    &format!("10.231.{net}.1/24"),
+                    "dev",
+                    &outside,
+                ])?;
+                sh(&["ip", "link", "set", &outside, "up"])?;
+                let in_ns = |args: &[&str]| {
+                    let mut a = vec!["ip", "netns", "exec", ns.as_str()];
+                    a.extend_from_slice(args);
+                    sh(&a)
+                };
+                in_ns(&["ip", "addr", "add", &format!("{addr}/24"), "dev", &inside])?;
+                in_ns(&["ip", "link", "set", &inside, "up"])?;
+                in_ns(&["ip", "link", "set", "lo", "up"])
+            });
+            if let Err(e) = made {
+                eprintln!("skipped: cannot make network namespaces here: {e}");
+                return None;
+            }
+            let cfg = dir.join(format!("sshd-{i}.conf"));
+            std::fs::write(
+                &cfg,
+                format!(
+                    "ListenAddress {addr}\nPort 22\nHostKey {d}/hostkey\nPidFile {d}/sshd-{i}.pid\n\
+                     AuthorizedKeysFile {d}/authorized_keys\nPermitRootLogin prohibit-password\n\
+                     PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n\
+                     StrictModes no\nPrintMotd no\n",
+                    d = dir.display()
+                ),
+            )
+            .unwrap();
+            let child = Std::new("ip")
+                .args(["netns", "exec", &ns])
+                .arg(&sshd)
+                .args(["-D", "-e", "-f"])
+                .arg(&cfg)
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(dir.join(format!("sshd-{i}.log"))).unwrap())
+                .spawn()
+                .unwrap();
+            hosts.sshd.push(child);
+            hosts.nets.push(net);
+            known.push_str(&format!("{addr} {hostkey}"));
+            let up = wait_until(Duration::from_secs(10), || {
+                std::net::TcpStream::connect_timeout(
+                    &format!("{addr}:22").parse().unwrap(),
+                    Duration::from_millis(200),
+                )
+                .is_ok()
+            });
+            assert!(up, "sshd in {ns} did not listen");
+        }
+        std::fs::write(dir.join("known_hosts"), known).unwrap();
+        Some(hosts)
+    }
+
+    /// An inventory of the hosts, `h0`, `h1`, ..., plus `extra` lines.
+    fn inventory(&self, extra: &str) -> String {
+        let d = self.dir.display();
+        let mut s = String::new();
+        for (i, net) in self.nets.iter().enumerate() {
+            s.push_str(&format!(
+                "[[hosts]]\nname = \"h{i}\"\naddress = \"10.231.{net}.2\"\nuser = \"root\"\n\
+                 identity = \"{d}/id\"\nknown_hosts = \"{d}/known_hosts\"\n\n"
+            ));
+        }
+        s + extra
+    }
+
+    /// Processes running in host `i`'s namespace.
+    fn processes(&self, i: usize) -> String {
+        let out = Std::new("ip")
+            .args(["netns", "pids", &self.names[i]])
+            .output()
+            .unwrap();
+        let mut cmds = String::new();
+        for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+            if let Ok(c) = std::fs::read_to_string(format!("/proc/{pid}/cmdline")) {
+                cmds.push_str(&c.replace('\0', " "));
+                cmds.push('\n');
+            }
+        }
+        cmds
+    }
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        for c in &mut self.sshd {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for ns in &self.names {
+            let _ = sh(&["ip", "netns", "del", ns]);
+        }
+    }
+}
+
+/// A command workload that reports which namespace it ran in (its 10.231.N.2).
+const WHERE: &str = r#"
+[experiment]
+name = "where"
+repetitions = 2
+warmup = 0
+noise_check = false
+
+[matrix]
+n = [1, 2]
+
+[workload]
+kind = "command"
+shell = true
+command = "ip -4 -o addr show | grep -o '10\\.231\\.[0-9]*\\.2' | head -n 1 | cut -d. -f3; echo n={n}"
+metrics.net = { regex = '(?m)^(\d+)$', unit = "", better = "higher" }
+"#;
+
+#[test]
+fn an_experiment_on_three_hosts_stores_each_hosts_trials() {
+    let lab = Lab::new();
+    let Some(hosts) = Hosts::new(lab.dir.path(), 3) else {
+        return;
+    };
+    lab.write("hosts.toml", &hosts.inventory(""));
+    let exp = lab.write("where.toml", WHERE);
+    let out = lab
+        .cmd()
+        .timeout(Duration::from_secs(180))
+        .args(["run", exp.to_str().unwrap(), "--on", "h0,h1,h2", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let store = lab.open_store();
+    let export = store.export_run(1).unwrap();
+    assert_eq!(export.configs.len(), 6, "n × host");
+    assert!(export
+        .run
+        .file_text
+        .as_deref()
+        .unwrap()
+        .contains("on = [\"h0\", \"h1\", \"h2\"]"));
+    for t in &export.trials {
+        assert_eq!(t.status, "ok", "{t:?}");
+        let config = export
+            .configs
+            .iter()
+            .find(|c| c.ordinal == t.config)
+            .unwrap();
+        let host = config.params["host"].as_str().unwrap();
+        let i: usize = host[1..].parse().unwrap();
+        // It ran in that host's namespace ...
+        let net = t.metrics.iter().find(|m| m.name == "net").unwrap().value;
+        assert_eq!(net, hosts.nets[i] as f64, "{host}");
+        // ... and came back with the host's facts and clock offset.
+        let doc = t.artifacts.iter().find(|a| a.name == "host.json").unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&doc.content).unwrap();
+        assert_eq!(v["name"], host);
+        assert!(v["facts"]["hostname"].is_string(), "{v}");
+        assert!(
+            v["clock"]["offset_ms"].as_f64().unwrap().abs() < 5_000.0,
+            "{v}"
+        );
+    }
+    // The export carries the host of every config.
+    let exported = lab.run(&["export", "1"]);
+    assert!(stdout(&exported).contains("\"host\": \"h2\""));
+    // No private key anywhere in the store or its WAL.
+    let key = std::fs::read_to_string(lab.path("id")).unwrap();
+    let body = key.lines().nth(1).unwrap();
+    for f in ["results.db", "results.db-wal"] {
+        if let Ok(bytes) = std::fs::read(lab.path(f)) {
+            let text = String::from_utf8_lossy(&bytes);
+            assert!(!text.contains("PRIVATE KEY") && !text.contains(body), "{f}");
+        }
+    }
+}
+
+#[test]
+fn an_unreachable_host_fails_only_its_own_trials() {
+    let lab = Lab::new();
+    let Some(hosts) = Hosts::new(lab.dir.path(), 1) else {
+        return;
+    };
+    // 10.231.99.2: no route from here, ssh fails at once.
+    let gone = format!(
+        "[[hosts]]\nname = \"gone\"\naddress = \"10.231.99.2\"\nidentity = \"{}/id\"\n",
+        lab.dir.path().display()
+    );
+    lab.write("inv.toml", &hosts.inventory(&gone));
+    let exp = lab.write("where.toml", WHERE);
+    let out = lab
+        .cmd()
+        .timeout(Duration::from_secs(180))
+        .args([
+            "run",
+            exp.to_str().unwrap(),
+            "--on",
+            "h0,gone",
+            "--hosts",
+            "inv.toml",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let export = lab.open_store().export_run(1).unwrap();
+    for t in &export.trials {
+        let config = export
+            .configs
+            .iter()
+            .find(|c| c.ordinal == t.config)
+            .unwrap();
+        if config.params["host"] == "gone" {
+            assert_eq!(t.status, "failed");
+            let e = t.error.as_deref().unwrap();
+            assert!(e.contains("gone") && e.contains("10.231.99.2"), "{e}");
+        } else {
+            assert_eq!(t.status, "ok", "{t:?}");
+        }
+    }
+}
+
+#[test]
+fn an_unknown_host_or_a_password_is_refused_before_anything_runs() {
+    let lab = Lab::new();
+    lab.write(
+        "hosts.toml",
+        "[[hosts]]\nname = \"a\"\npassword = \"hunter2\"\n",
+    );
+    let exp = lab.write("where.toml", WHERE);
+    let out = lab.run(&["run", exp.to_str().unwrap(), "--on", "a"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("ssh-agent"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("hunter2"));
+    lab.write("hosts.toml", "[[hosts]]\nname = \"a\"\n");
+    let out = lab.run(&["run", exp.to_str().unwrap(), "--on", "a,b"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("\"b\" is not in the inventory"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!exists(&lab.store()) || ok_trials(&lab) == 0);
+}
+
+#[test]
+fn ctrl_c_during_a_three_host_run_keeps_finished_trials_and_leaves_no_worker() {
+    let lab = Lab::new();
+    let Some(hosts) = Hosts::new(lab.dir.path(), 3) else {
+        return;
+    };
+    lab.write("hosts.toml", &hosts.inventory(""));
+    let exp = lab.write(
+        "sleepy.toml",
+        "[experiment]\nname = \"sleepy\"\nrepetitions = 3\nwarmup = 0\nnoise_check = false\n\n\
+         [matrix]\nt = [\"0.05\", \"30\"]\n\n[workload]\nkind = \"command\"\ncommand = \"sleep {t}\"\n",
+    );
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("perflab"))
+        .current_dir(lab.dir.path())
+        .env("PERFLAB_STORE", lab.store())
+        .args(["-q", "run", exp.to_str().unwrap(), "--on", "h0,h1,h2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until a 30-s sleep runs in some namespace, after at least one finished trial.
+    let sleeping = wait_until(Duration::from_secs(60), || {
+        (0..3).any(|i| hosts.processes(i).contains("sleep 30"))
+    });
+    if !sleeping {
+        let _ = child.kill();
+        panic!("no remote trial started");
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let done = wait_until(Duration::from_secs(20), || {
+        child.try_wait().ok().flatten().is_some()
+    });
+    if !done {
+        let _ = child.kill();
+        panic!("perflab did not stop within 20 s of Ctrl-C");
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(ok_trials(&lab) >= 1, "finished trials are kept");
+    // The workers and their sleeps are gone from every namespace.
+    let clean = wait_until(Duration::from_secs(10), || {
+        (0..3).all(|i| {
+            let p = hosts.processes(i);
+            !p.contains("worker") && !p.contains("sleep 30")
+        })
+    });
+    assert!(
+        clean,
+        "left behind: {:?}",
+        (0..3).map(|i| hosts.processes(i)).collect::<Vec<_>>()
+    );
+}

@@ -1,0 +1,24 @@
+//! perflab-fleet: perflab beyond one machine, over the remote-execution engine users
+//! already have — OpenSSH — and no agent or daemon of its own.
+//!
+//! - [`inventory`]: the hosts (`[[hosts]]` tables or an Ansible INI inventory; keys or
+//!   an agent only, never a password);
+//! - [`ssh`]: the system ssh client as the transport, batch-mode, bounded, host keys
+//!   checked;
+//! - [`deploy`]: which perflab runs on a host (this binary copied when it fits);
+//! - [`worker`]: `perflab worker`, one trial from a JSON spec on stdin to JSON events on
+//!   stdout, stopped by the end of its stdin;
+//! - [`remote`]: the runner's factory for runs over hosts (`on = [...]`, `--on`).
+//!
+//! The trial seam is `perflab_workloads::spec::TrialSpec` (docs/architecture.md): the
+//! same spec a local trial runs is what the worker reads.
+
+pub mod deploy;
+pub mod inventory;
+pub mod remote;
+pub mod ssh;
+pub mod worker;
+
+pub use inventory::{Host, Inventory, InventoryError};
+pub use remote::Fleet;
+pub use ssh::Ssh;

@@ -1,0 +1,211 @@
+//! A trial on another host: [`Fleet`] is the runner's [`WorkloadFactory`] for runs with
+//! `on = [...]` / `--on`: a trial whose `host` parameter names an inventory host becomes
+//! a [`RemoteTrial`], which starts `perflab worker` there over ssh, sends the
+//! [`TrialSpec`] and reads the answer; any other trial is built here as usual. The
+//! first trial of a host puts perflab there ([`crate::deploy`]); a host that cannot be
+//! reached or prepared fails its own trials, each with the reason, and the others go on.
+//!
+//! The measurement comes back with one more artifact, `host.json`: the host's name, its
+//! facts, and its clock's offset from this one (the worker's time at start against the
+//! midpoint of sending the spec and hearing back; the error is at most half that round
+//! trip, which is recorded beside it).
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+use std::process::{Child, Stdio};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use perflab_workloads::spec::{Builtin, TrialSpec, WorkloadFactory};
+use perflab_workloads::{ArtifactData, Measurement, TrialContext, Workload, WorkloadError};
+
+use crate::inventory::{Host, Inventory};
+use crate::ssh::Ssh;
+use crate::worker::Event;
+
+/// The factory of a run over hosts.
+pub struct Fleet {
+    pub inventory: Inventory,
+    pub ssh: Ssh,
+    /// Where the stripped binary is prepared before it is copied.
+    pub scratch: PathBuf,
+    /// Per host: the perflab to run there, or why there is none.
+    deployed: Mutex<HashMap<String, Result<String, String>>>,
+}
+
+impl Fleet {
+    pub fn new(inventory: Inventory, ssh: Ssh, scratch: PathBuf) -> Fleet {
+        Fleet {
+            inventory,
+            ssh,
+            scratch,
+            deployed: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn perflab_on(&self, host: &Host) -> Result<String, String> {
+        let mut d = self.deployed.lock().unwrap_or_else(|e| e.into_inner());
+        d.entry(host.name.clone())
+            .or_insert_with(|| crate::deploy::ensure(&self.ssh, host, &self.scratch))
+            .clone()
+    }
+}
+
+impl WorkloadFactory for Fleet {
+    fn build(&self, trial: &TrialSpec) -> Result<Box<dyn Workload>, WorkloadError> {
+        let Some(name) = trial.params.get("host").and_then(|v| v.as_str()) else {
+            return Builtin.build(trial);
+        };
+        let host = self.inventory.get(name).map_err(WorkloadError::Setup)?;
+        let perflab = self.perflab_on(host).map_err(WorkloadError::Setup)?;
+        Ok(Box::new(RemoteTrial {
+            host: host.clone(),
+            ssh: self.ssh.clone(),
+            perflab,
+            spec: trial.clone(),
+        }))
+    }
+}
+
+/// One trial run by `perflab worker` on a host.
+pub struct RemoteTrial {
+    pub host: Host,
+    pub ssh: Ssh,
+    /// The perflab there, as a shell word.
+    pub perflab: String,
+    pub spec: TrialSpec,
+}
+
+fn now_ns() -> i128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128)
+}
+
+/// Ends the session: stdin closed (the worker stops what it started), then the ssh
+/// client killed if it has not gone within `grace`.
+fn hang_up(child: &mut Child, grace: Duration) {
+    drop(child.stdin.take());
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+impl Workload for RemoteTrial {
+    fn run(&self, ctx: &TrialContext) -> Result<Measurement, WorkloadError> {
+        let h = &self.host.name;
+        let mut child = self
+            .ssh
+            .script(&self.host, &format!("exec {} worker", self.perflab))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| WorkloadError::Setup(format!("cannot run {}: {e}", self.ssh.program)))?;
+        let (tx, rx) = mpsc::channel();
+        let stdout = child.stdout.take().expect("piped stdout");
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let _ = tx.send((line, now_ns()));
+            }
+        });
+        let mut stderr = child.stderr.take().expect("piped stderr");
+        let errors = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = stderr.read_to_string(&mut s);
+            s
+        });
+        let mut line = serde_json::to_string(&self.spec)
+            .map_err(|e| WorkloadError::Setup(format!("the trial spec: {e}")))?;
+        line.push('\n');
+        let sent_at = now_ns();
+        if let Some(stdin) = child.stdin.as_mut() {
+            // A failed write means ssh is already gone: its stderr says why, below.
+            let _ = stdin.write_all(line.as_bytes()).and_then(|_| stdin.flush());
+        }
+        // The trial's own limit, and time for the connection on top of it.
+        let limit = ctx
+            .timeout
+            .map(|t| t + Duration::from_secs(30))
+            .unwrap_or(Duration::from_secs(24 * 3600));
+        let started = Instant::now();
+        let mut facts = serde_json::Value::Null;
+        let mut clock = serde_json::Value::Null;
+        let result = loop {
+            if ctx.interrupted.load(Ordering::SeqCst) {
+                hang_up(&mut child, Duration::from_secs(5));
+                break Err(WorkloadError::Interrupted);
+            }
+            if started.elapsed() > limit {
+                hang_up(&mut child, Duration::from_secs(5));
+                break Err(WorkloadError::Setup(format!(
+                    "host {h}: no answer within {:?}",
+                    limit
+                )));
+            }
+            match rx.recv_timeout(Duration::from_millis(50)) {
+                Ok((text, heard_at)) => match serde_json::from_str::<Event>(&text) {
+                    Ok(Event::Started { unix_ns, host, .. }) => {
+                        let mid = (sent_at + heard_at) / 2;
+                        clock = serde_json::json!({
+                            "offset_ms": (i128::from(unix_ns) - mid) as f64 / 1e6,
+                            "uncertainty_ms": (heard_at - sent_at) as f64 / 2e6,
+                        });
+                        facts = host;
+                    }
+                    Ok(e) => {
+                        hang_up(&mut child, Duration::from_secs(5));
+                        break e.into_result().expect("not a start event");
+                    }
+                    // A line that is not ours (a login banner on stdout): ignored.
+                    Err(_) => {}
+                },
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    let status = child.wait().ok();
+                    let err = errors.join().unwrap_or_default();
+                    let last = err.lines().rev().find(|l| !l.trim().is_empty());
+                    return Err(WorkloadError::Setup(format!(
+                        "host {h} ({}): the worker ended without an answer{}",
+                        self.host.address(),
+                        match (last, status) {
+                            (Some(l), _) => format!(": {}", l.trim()),
+                            (None, Some(s)) => format!(" ({s})"),
+                            (None, None) => String::new(),
+                        }
+                    )));
+                }
+            }
+        };
+        let tag = |mut m: Measurement| {
+            let doc = serde_json::json!({"name": h, "facts": facts, "clock": clock});
+            m.artifacts.push(ArtifactData {
+                name: "host.json".into(),
+                media_type: "application/json".into(),
+                content: serde_json::to_vec_pretty(&doc).unwrap_or_default(),
+            });
+            m
+        };
+        match result {
+            Ok(m) => Ok(tag(m)),
+            Err(WorkloadError::Failed { message, partial }) => Err(WorkloadError::Failed {
+                message: format!("host {h}: {message}"),
+                partial: Box::new(tag(*partial)),
+            }),
+            Err(WorkloadError::Setup(m)) if !m.starts_with("host ") => {
+                Err(WorkloadError::Setup(format!("host {h}: {m}")))
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
