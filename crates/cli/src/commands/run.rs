@@ -228,6 +228,11 @@ fn print_comparisons(
     exp: &Experiment,
     confidence: f64,
 ) -> anyhow::Result<()> {
+    if exp.workload.kind() == "suite" {
+        // Its configs are unlike items: machines are compared, not items.
+        println!("\nCompare this machine with another: perflab suite compare {run} OTHER_RUN");
+        return Ok(());
+    }
     let metrics: Vec<String> = if !exp.primary.is_empty() {
         exp.primary.clone()
     } else {
