@@ -112,6 +112,24 @@ pub fn catalogue(quick: bool) -> Vec<Item> {
             );
         }
     }
+    // Streaming (non-temporal) stores where the CPU has them: DRAM bandwidth without
+    // the read-for-ownership of ordinary stores.
+    if cfg!(target_arch = "x86_64") {
+        for op in ["write-nt", "copy-nt"] {
+            let spec = MemSpec {
+                op: op.into(),
+                block: ByteSize(256 << 20),
+                threads: 1,
+                min_time: mem_time,
+            };
+            add(
+                format!("mem.{op}.256M"),
+                "mem",
+                "gb_s",
+                What::Kind(KindSpec::Mem(spec)),
+            );
+        }
+    }
     for op in ["write", "copy"] {
         let spec = MemSpec {
             op: op.into(),

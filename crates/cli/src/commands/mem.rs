@@ -30,7 +30,8 @@ pub struct MemArgs {
     )]
     pub block_size: Vec<String>,
 
-    /// Operations: write, read, copy (comma-separated).
+    /// Operations (comma-separated): write, read, copy, and write-nt, copy-nt (the same
+    /// with non-temporal stores that bypass the cache; x86_64 only).
     #[arg(long, value_delimiter = ',', default_value = "write,read,copy")]
     pub op: Vec<String>,
 
