@@ -18,9 +18,6 @@ use serde_json::Value;
 use crate::compare::Sample;
 use crate::samples::{self, ConfigSamples};
 
-/// The item groups, in print order (as `perflab_workloads::suite::GROUPS`).
-const GROUPS: &[&str] = &["mem", "net", "compress", "crypto", "scimark", "http"];
-
 /// One item of a suite run.
 #[derive(Debug, Clone)]
 pub struct Row {
@@ -32,18 +29,14 @@ pub struct Row {
     pub cv: f64,
 }
 
-/// Whether a run is a machine-suite run, and whether it is the quick suite.
-pub fn kind_of(export: &RunExport) -> Option<Quick> {
+/// For a machine-suite run, whether it is the quick suite; None for any other run.
+pub fn kind_of(export: &RunExport) -> Option<bool> {
     match export.run.name.as_str() {
-        "machine-suite" => Some(Quick(false)),
-        "machine-suite-quick" => Some(Quick(true)),
+        "machine-suite" => Some(false),
+        "machine-suite-quick" => Some(true),
         _ => None,
     }
 }
-
-/// `true` for a `--quick` suite run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Quick(pub bool);
 
 fn item_of(c: &ConfigSamples) -> Option<String> {
     c.params.get("item")?.as_str().map(str::to_string)
@@ -59,9 +52,10 @@ fn cv(values: &[f64]) -> f64 {
     var.sqrt() / mean.abs()
 }
 
-/// The items of a suite run, grouped in suite order, each with its score.
+/// The items of a suite run in the run's config order (the suite's own order, groups
+/// together), each with its score.
 pub fn rows(export: &RunExport, confidence: f64) -> Vec<Row> {
-    let mut out: Vec<Row> = samples::from_export(export)
+    samples::from_export(export)
         .iter()
         .filter_map(|c| {
             let item = item_of(c)?;
@@ -74,10 +68,17 @@ pub fn rows(export: &RunExport, confidence: f64) -> Vec<Row> {
                 cv: cv(&score.values),
             })
         })
-        .collect();
-    let rank = |g: &str| GROUPS.iter().position(|x| *x == g).unwrap_or(GROUPS.len());
-    out.sort_by_key(|r| rank(&r.group));
-    out
+        .collect()
+}
+
+/// `4K`, `1M`, `256M`: a block size in powers of 1024, as the suite names them.
+pub fn block_label(b: u64) -> String {
+    match b {
+        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{}G", b >> 30),
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{}M", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{}K", b >> 10),
+        b => b.to_string(),
+    }
 }
 
 /// One line of the memory curve: an operation on one thread, GB/s by block size.
@@ -174,9 +175,9 @@ pub fn refuse(a: &RunExport, b: &RunExport) -> Option<String> {
         (Some(x), Some(y)) if x != y => Some(format!(
             "run {} is a {} suite and run {} a {} one: their items run for different times and cannot be compared (run both with or both without --quick)",
             a.run.id,
-            if x.0 { "--quick" } else { "full" },
+            if x { "--quick" } else { "full" },
             b.run.id,
-            if y.0 { "--quick" } else { "full" },
+            if y { "--quick" } else { "full" },
         )),
         _ => None,
     }
@@ -360,6 +361,9 @@ mod tests {
         assert_eq!(bytes("4K"), Some(4096));
         assert_eq!(bytes("256M"), Some(256 << 20));
         assert_eq!(bytes("x"), None);
+        for b in [64, 4096, 1 << 20, 256 << 20, 1 << 30] {
+            assert_eq!(bytes(&block_label(b)), Some(b));
+        }
     }
 
     #[test]

@@ -17,7 +17,7 @@ use std::process::{Child, Stdio};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use perflab_workloads::spec::{Builtin, TrialSpec, WorkloadFactory};
 use perflab_workloads::{ArtifactData, Measurement, TrialContext, Workload, WorkloadError};
@@ -80,9 +80,7 @@ pub struct RemoteTrial {
 }
 
 fn now_ns() -> i128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i128)
+    i128::from(crate::worker::now_ns())
 }
 
 /// Ends the session: stdin closed (the worker stops what it started), then the ssh

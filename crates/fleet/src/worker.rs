@@ -9,7 +9,7 @@
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use perflab_workloads::spec::{TrialSpec, WorkloadFactory};
 use perflab_workloads::{Measurement, TrialContext, WorkloadError};
@@ -81,7 +81,8 @@ impl Event {
     }
 }
 
-fn now_ns() -> u64 {
+/// This host's clock, ns since the epoch (the controller's offset estimate uses it).
+pub(crate) fn now_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
@@ -162,8 +163,6 @@ pub fn serve(
     let _ = std::fs::remove_dir_all(&run_dir);
     let ok = result.is_ok();
     let sent = send(&mut out, &Event::of(result));
-    // Give a dying controller no reason to wait: done either way.
-    std::thread::sleep(Duration::from_millis(1));
     if ok && sent.is_ok() {
         0
     } else {
@@ -176,6 +175,7 @@ mod tests {
     use super::*;
     use perflab_workloads::spec::{Attachments, KindSpec};
     use perflab_workloads::{MetricValue, Workload};
+    use std::time::Duration;
 
     struct Fake;
     struct Sleepy;

@@ -95,55 +95,36 @@ pub fn catalogue(quick: bool) -> Vec<Item> {
         })
     };
     let mem_time = if quick { 0.1 } else { 0.3 };
+    // (op, block, threads): `mem.OP.BLOCK`, with `.all` on every CPU.
+    let mut mem = |op: &str, block: &str, threads: usize| {
+        let spec = MemSpec {
+            op: op.into(),
+            block: block.parse().expect("a block size of the table"),
+            threads,
+            min_time: mem_time,
+        };
+        let all = if threads == 0 { ".all" } else { "" };
+        add(
+            format!("mem.{op}.{block}{all}"),
+            "mem",
+            "gb_s",
+            What::Kind(KindSpec::Mem(spec)),
+        );
+    };
     let blocks = if quick { MEM_BLOCKS_QUICK } else { MEM_BLOCKS };
     for op in ["write", "read", "copy"] {
         for b in blocks {
-            let spec = MemSpec {
-                op: op.into(),
-                block: b.parse().expect("a block size of the table"),
-                threads: 1,
-                min_time: mem_time,
-            };
-            add(
-                format!("mem.{op}.{b}"),
-                "mem",
-                "gb_s",
-                What::Kind(KindSpec::Mem(spec)),
-            );
+            mem(op, b, 1);
         }
     }
     // Streaming (non-temporal) stores where the CPU has them: DRAM bandwidth without
     // the read-for-ownership of ordinary stores.
     if cfg!(target_arch = "x86_64") {
-        for op in ["write-nt", "copy-nt"] {
-            let spec = MemSpec {
-                op: op.into(),
-                block: ByteSize(256 << 20),
-                threads: 1,
-                min_time: mem_time,
-            };
-            add(
-                format!("mem.{op}.256M"),
-                "mem",
-                "gb_s",
-                What::Kind(KindSpec::Mem(spec)),
-            );
-        }
+        mem("write-nt", "256M", 1);
+        mem("copy-nt", "256M", 1);
     }
-    for op in ["write", "copy"] {
-        let spec = MemSpec {
-            op: op.into(),
-            block: ByteSize(256 << 20),
-            threads: 0,
-            min_time: mem_time,
-        };
-        add(
-            format!("mem.{op}.256M.all"),
-            "mem",
-            "gb_s",
-            What::Kind(KindSpec::Mem(spec)),
-        );
-    }
+    mem("write", "256M", 0);
+    mem("copy", "256M", 0);
     let net_time = if quick { 0.5 } else { 2.0 };
     for (mode, score) in [("stream", "mb_s"), ("rr", "transactions_s")] {
         let spec = NetSpec {

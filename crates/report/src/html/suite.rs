@@ -115,7 +115,7 @@ fn memory_curve(curves: &[suite::Curve]) -> Option<String> {
     let mut x_ticks = Vec::new();
     let mut e = x0.floor() as i32;
     while f64::from(e) <= x1 {
-        x_ticks.push((f64::from(e), size_label(e)));
+        x_ticks.push((f64::from(e), suite::block_label(1u64 << e.clamp(0, 62))));
         e += if x1 - x0 > 10.0 { 2 } else { 1 };
     }
     let y_range = domain(
@@ -134,26 +134,9 @@ fn memory_curve(curves: &[suite::Curve]) -> Option<String> {
     }))
 }
 
-/// `4K`, `1M`, `256M` for 2^e bytes.
-fn size_label(e: i32) -> String {
-    match e {
-        e if e >= 30 => format!("{}G", 1u64 << (e - 30)),
-        e if e >= 20 => format!("{}M", 1u64 << (e - 20)),
-        e if e >= 10 => format!("{}K", 1u64 << (e - 10)),
-        e => format!("{}", 1u64 << e.max(0)),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn block_sizes_label_in_powers_of_1024() {
-        assert_eq!(size_label(12), "4K");
-        assert_eq!(size_label(20), "1M");
-        assert_eq!(size_label(28), "256M");
-    }
 
     #[test]
     fn the_curve_is_a_line_per_operation_over_log_sizes() {

@@ -227,7 +227,7 @@ fn curve_table(curves: &[suite::Curve]) -> Table {
     blocks.sort_unstable();
     blocks.dedup();
     let mut header = vec!["op".to_string()];
-    header.extend(blocks.iter().map(|b| block_label(*b)));
+    header.extend(blocks.iter().map(|b| suite::block_label(*b)));
     t.set_header(header);
     for c in curves {
         let mut row = vec![Cell::new(&c.op)];
@@ -242,13 +242,4 @@ fn curve_table(curves: &[suite::Curve]) -> Table {
         t.add_row(row);
     }
     t
-}
-
-fn block_label(b: u64) -> String {
-    match b {
-        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{}G", b >> 30),
-        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{}M", b >> 20),
-        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{}K", b >> 10),
-        b => b.to_string(),
-    }
 }
