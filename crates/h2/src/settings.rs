@@ -40,7 +40,7 @@ impl Settings {
     /// Applies a SETTINGS payload (not an ACK). Returns how much the initial window
     /// grew (negative: shrank), which changes every open stream's send window.
     pub fn apply(&mut self, payload: &[u8]) -> Result<i64, FrameError> {
-        if payload.len() % 6 != 0 {
+        if !payload.len().is_multiple_of(6) {
             return Err(FrameError {
                 code: code::FRAME_SIZE_ERROR,
                 reason: "SETTINGS payload is not a multiple of 6 bytes",
