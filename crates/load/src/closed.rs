@@ -4,7 +4,7 @@
 //! use up the count. Closed-loop latency is measured from the actual write (there is no
 //! schedule to be late for); this is what wrk, ab and siege report.
 
-use crate::conn::ErrorKind;
+use crate::conn::{Connection, ErrorKind};
 use crate::worker::{Core, Driver};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -54,7 +54,8 @@ impl ClosedLoop {
         self.take(1) > 0
     }
 
-    /// Slot `i` is free: send the next request or batch.
+    /// Slot `i` is free: send the next request or batch — or, on an HTTP/2
+    /// connection, one request per free stream.
     pub fn on_ready<D: Driver>(
         &mut self,
         core: &mut Core<D>,
@@ -62,15 +63,20 @@ impl ClosedLoop {
         now: Instant,
     ) -> Result<(), ErrorKind> {
         let depth = core.cfg.prepared.pipeline;
-        let n = if core.recording {
-            self.take(depth)
-        } else {
-            depth
-        };
-        if n == 0 {
-            return Ok(());
-        }
         let recording = core.recording;
-        core.send(i, now, now, n == depth && depth > 1, recording)
+        if depth > 1 {
+            let n = if recording { self.take(depth) } else { depth };
+            if n == 0 {
+                return Ok(());
+            }
+            return core.send(i, now, now, n == depth, recording);
+        }
+        for _ in 0..core.slots[i].conn.free() {
+            if recording && self.take(1) == 0 {
+                break;
+            }
+            core.send(i, now, now, false, recording)?;
+        }
+        Ok(())
     }
 }

@@ -1,10 +1,12 @@
-//! The connection layer: one client connection, behind the [`Connection`] trait, and
-//! the readiness-driven HTTP/1.1 connection of the epoll driver, [`Http1Conn`].
+//! The connection layer: one client connection, behind the [`Connection`] trait, which
+//! the epoll driver's connection (`epoll::conn`, HTTP/1.1 and HTTP/2) and the io_uring
+//! one (`uring::conn`, HTTP/1.1) implement.
 //!
 //! The workers' bookkeeping and the load models drive connections only through this
-//! trait — start a connect, ask what is in flight, hand it a request, drop it — so an
-//! HTTP/2 client (many streams on one connection, the same completions) or another I/O
-//! driver can be added without touching them. Each connection type belongs to one
+//! trait — start a connect, ask what is in flight and how many more requests it takes
+//! ([`Connection::free`]: one for an idle HTTP/1.1 connection, the free streams of an
+//! HTTP/2 one), hand it a request, drop it — so HTTP/2 (`h2`, many streams on one
+//! connection, the same completions) and another I/O driver fit without touching them. Each connection type belongs to one
 //! driver (the trait's `Driver`), which feeds it I/O progress its own way: readiness
 //! events here, completions for the io_uring connection (`uring::conn`). The HTTP/1.1
 //! state they share — requests in flight, the parser, the read window — is `http1`.
@@ -49,6 +51,17 @@ pub(crate) enum ErrorKind {
     Closed,
     /// The TLS handshake (certificate verification included) or a TLS record failed.
     Tls,
+    /// HTTP/2: the server reset the request's stream (RST_STREAM).
+    StreamReset,
+    /// HTTP/2: the server's GOAWAY left the request unprocessed.
+    GoAway,
+}
+
+/// The protocol a connection speaks once connected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Protocol {
+    Http1,
+    Http2,
 }
 
 /// A request that was written (or is being written) and awaits its response.
@@ -130,4 +143,18 @@ pub(crate) trait Connection {
     fn drop_socket(&mut self, driver: &mut Self::Driver) -> usize;
     /// Why the connection failed, when it said [`ErrorKind::Tls`] (taken once).
     fn take_failure(&mut self) -> Option<String>;
+    /// How many more requests it can take now: one when an HTTP/1.1 connection is
+    /// idle, the free streams of an HTTP/2 one.
+    fn free(&self) -> usize {
+        usize::from(self.in_flight() == 0)
+    }
+    /// Writes what [`Connection::send`] queued without writing (HTTP/2 batches the
+    /// frames of one turn of the loop into one write).
+    fn flush_out(&mut self, _driver: &mut Self::Driver) -> Result<(), ErrorKind> {
+        Ok(())
+    }
+    /// The protocol it speaks (once connected).
+    fn protocol(&self) -> Protocol {
+        Protocol::Http1
+    }
 }

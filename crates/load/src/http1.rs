@@ -1,7 +1,7 @@
 //! The HTTP/1.1 side of a client connection, whatever moves its bytes: the requests in
 //! flight (a FIFO, since HTTP/1.1 answers in order, pipelined or not), the response
 //! parser, and the window `start..end` of unparsed bytes in the connection's read
-//! buffer. Shared by the readiness-driven connection ([`crate::epoll::Http1Conn`], epoll)
+//! buffer. Shared by the readiness-driven connection (`epoll::conn`)
 //! and the completion-driven one (`uring::conn`), so framing, `Connection: close`,
 //! bodies that run until the close and closed-early errors behave the same on both.
 //!

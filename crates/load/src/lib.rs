@@ -31,6 +31,7 @@ mod engine;
 mod epoll;
 mod error;
 mod findmax;
+mod h2;
 mod hdrlog;
 mod http1;
 mod io;
@@ -38,6 +39,7 @@ mod observe;
 mod open;
 mod parse;
 mod ramp;
+mod rawspec;
 mod record;
 mod report;
 mod request;
@@ -68,7 +70,7 @@ pub use report::{
 pub use series::SecondPoint;
 pub use siege::Siege;
 pub use slo::{Condition, Slo, Statistic};
-pub use spec::{parse_header, LoadSpec, Ramp, RampOver};
+pub use spec::{parse_header, HttpVersion, LoadSpec, Ramp, RampOver, DEFAULT_H2_WINDOW};
 pub use threshold::{Op, Quantity, Threshold, Verdict};
 pub use units::{parse_duration, parse_fraction, parse_rate};
 pub use url::{Scheme, Target};
@@ -147,6 +149,7 @@ pub fn run_checked(
     }
     let mut report = report;
     report.io = base.io;
+    report.streams = spec.streams;
     for (r, t) in report.targets.iter_mut().zip(&prepared.targets) {
         r.name.clone_from(&t.name);
         r.method.clone_from(&t.method);

@@ -104,20 +104,35 @@ impl OpenLoop {
             let slot = &mut core.slots[i];
             if !slot.idle
                 || slot.conn.state() != ConnState::Open
-                || slot.conn.in_flight() > 0
+                || slot.conn.free() == 0
                 || slot.conn.closing()
             {
                 slot.idle = false;
                 continue;
             }
-            slot.idle = false;
             self.pending.pop_front();
             let record = intended >= record_start;
             if record && now.saturating_duration_since(intended) > LATE_AFTER {
                 self.late += 1;
             }
-            if let Err(kind) = core.send(i, intended, now, false, record) {
-                self.failed.push((i, kind));
+            match core.send(i, intended, now, false, record) {
+                Err(kind) => {
+                    core.slots[i].idle = false;
+                    self.failed.push((i, kind));
+                }
+                Ok(()) => {
+                    // An HTTP/2 connection with streams left stays a free slot.
+                    let slot = &mut core.slots[i];
+                    if slot.conn.free() > 0 {
+                        self.idle.push(i);
+                    } else {
+                        slot.idle = false;
+                    }
+                    if let Err(kind) = slot.conn.flush_out(&mut core.driver) {
+                        slot.idle = false;
+                        self.failed.push((i, kind));
+                    }
+                }
             }
         }
         let want = self.pending.len().saturating_sub(core.connecting);

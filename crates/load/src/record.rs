@@ -24,7 +24,7 @@ pub(crate) fn micros(d: Duration) -> u64 {
 }
 
 /// Number of error kinds (index = `ErrorKind as usize`).
-pub(crate) const ERROR_KINDS: usize = 7;
+pub(crate) const ERROR_KINDS: usize = 9;
 /// Status codes counted individually (0..=599); anything else goes to 0.
 pub(crate) const STATUS_SLOTS: usize = 600;
 
@@ -52,10 +52,15 @@ pub(crate) struct Totals {
     pub late: u64,
     pub reconnects: u64,
     pub connections_opened: u64,
+    /// Connections opened per protocol: HTTP/1.1, HTTP/2.
+    pub protocols: [u64; 2],
     pub cpu: Duration,
     pub wall: Duration,
     /// Why the first TLS failure happened (the others are only counted).
     pub tls_failure: Option<String>,
+    /// Why the first connect failure that has a reason happened (an HTTP/2 preface
+    /// that got no SETTINGS).
+    pub connect_failure: Option<String>,
     /// Per target, when the run has more than one (empty otherwise).
     pub per_target: Vec<TargetTotals>,
 }
@@ -106,9 +111,11 @@ impl Default for Totals {
             late: 0,
             reconnects: 0,
             connections_opened: 0,
+            protocols: [0; 2],
             cpu: Duration::ZERO,
             wall: Duration::ZERO,
             tls_failure: None,
+            connect_failure: None,
             per_target: Vec::new(),
         }
     }
@@ -129,10 +136,15 @@ impl Totals {
         self.late += o.late;
         self.reconnects += o.reconnects;
         self.connections_opened += o.connections_opened;
+        self.protocols[0] += o.protocols[0];
+        self.protocols[1] += o.protocols[1];
         self.cpu += o.cpu;
         self.wall += o.wall;
         if self.tls_failure.is_none() {
             self.tls_failure.clone_from(&o.tls_failure);
+        }
+        if self.connect_failure.is_none() {
+            self.connect_failure.clone_from(&o.connect_failure);
         }
         if self.per_target.len() < o.per_target.len() {
             self.per_target

@@ -40,7 +40,7 @@ pub struct Errors {
     pub closed: u64,
 }
 
-/// The finer split of [`Errors`]: the seven kinds the engine tells apart.
+/// The finer split of [`Errors`]: the nine kinds the engine tells apart.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ErrorKinds {
     pub connect_refused: u64,
@@ -52,6 +52,10 @@ pub struct ErrorKinds {
     /// TLS handshakes that failed (certificate verification included) and TLS records
     /// that broke on open connections; counted under [`Errors::connect`].
     pub tls: u64,
+    /// HTTP/2 streams the server reset (RST_STREAM); counted under [`Errors::reset`].
+    pub rst_stream: u64,
+    /// HTTP/2 requests a GOAWAY left unprocessed; counted under [`Errors::closed`].
+    pub goaway: u64,
 }
 
 /// Latency summary in milliseconds.
@@ -162,6 +166,10 @@ pub struct Report {
     pub late: u64,
     pub reconnects: u64,
     pub connections_opened: u64,
+    /// Connections opened per negotiated protocol: `{"h2": 10}`, `{"http/1.1": 4}`.
+    pub protocols: BTreeMap<String, u64>,
+    /// HTTP/2 streams per connection asked for (`--streams`).
+    pub streams: usize,
     pub error_kinds: ErrorKinds,
     /// Mean fraction of wall time the worker threads spent on CPU.
     pub client_busy: f64,
@@ -216,15 +224,22 @@ impl Report {
             malformed: k(ErrorKind::Malformed),
             closed_early: k(ErrorKind::Closed),
             tls: k(ErrorKind::Tls),
+            rst_stream: k(ErrorKind::StreamReset),
+            goaway: k(ErrorKind::GoAway),
         };
         let errors = Errors {
             total: e.iter().sum(),
             connect: error_kinds.connect_refused + error_kinds.tls,
             timeout: error_kinds.connect_timeout + error_kinds.read_timeout,
-            reset: error_kinds.reset,
+            reset: error_kinds.reset + error_kinds.rst_stream,
             malformed: error_kinds.malformed,
-            closed: error_kinds.closed_early,
+            closed: error_kinds.closed_early + error_kinds.goaway,
         };
+        let protocols: BTreeMap<String, u64> = [("http/1.1", 0), ("h2", 1)]
+            .into_iter()
+            .filter(|(_, i)| totals.protocols[*i] > 0)
+            .map(|(name, i)| (name.to_string(), totals.protocols[i]))
+            .collect();
         let status: BTreeMap<String, u64> = (0..STATUS_SLOTS)
             .filter(|s| totals.status[*s] > 0)
             .map(|s| {
@@ -250,6 +265,12 @@ impl Report {
         let mut warnings = Vec::new();
         if saturated {
             warnings.push(SATURATED_WARNING.to_string());
+        }
+        if let Some(why) = &totals.connect_failure {
+            warnings.push(format!(
+                "{} connect failure(s); the first with a reason: {why}",
+                error_kinds.connect_refused
+            ));
         }
         if let Some(why) = &totals.tls_failure {
             warnings.push(format!(
@@ -299,6 +320,8 @@ impl Report {
             late: totals.late,
             reconnects: totals.reconnects,
             connections_opened: totals.connections_opened,
+            protocols,
+            streams: 1,
             error_kinds,
             client_busy: busy,
             broke_at: None,

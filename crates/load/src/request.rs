@@ -8,10 +8,11 @@
 
 use crate::error::SpecError;
 use crate::spec::LoadSpec;
-use crate::spec::{uring_misfit, IoChoice};
+use crate::spec::{uring_misfit, HttpVersion, IoChoice};
 use crate::targets::{self, TargetDef};
 use crate::tls::{client_config, server_name, TlsTarget};
 use crate::url::{Scheme, Target};
+use perflab_h2::{frame, hpack};
 use rustls::pki_types::ServerName;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
@@ -33,6 +34,13 @@ pub(crate) struct PreparedTarget {
     pub url: String,
     /// Its share under `weighted` order.
     pub weight: u32,
+    /// HTTP/2: the request's HPACK header block (encoded once, see `perflab_h2::hpack`).
+    pub h2_block: Box<[u8]>,
+    /// HTTP/2: the whole HEADERS frame with stream id 0, to copy and patch, when the
+    /// block fits one frame of the default size (else framed per request).
+    pub h2_frame: Box<[u8]>,
+    /// The request body (sent as DATA frames over HTTP/2).
+    pub body: Box<[u8]>,
 }
 
 /// URLs that share one address and scheme (and, for TLS, server name): a connection
@@ -46,6 +54,11 @@ pub(crate) struct Group {
     pub cum: Vec<u64>,
     /// `https://`: how to set up TLS on a connection of this group.
     pub tls: Option<Arc<TlsTarget>>,
+    /// The HTTP version asked for (with TLS, ALPN decides within it).
+    pub http: HttpVersion,
+    /// HTTP/2: streams per connection and the receive window advertised.
+    pub streams: usize,
+    pub h2_window: u32,
     pub targets: Vec<usize>,
 }
 
@@ -148,6 +161,18 @@ pub(crate) fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
             })?;
         let request = serialize(spec, &t, d);
         let batch = request.repeat(spec.pipeline).into_boxed_slice();
+        let body = d.body.clone().unwrap_or_default();
+        let h2_block = h2_block(spec, &t, d);
+        let mut h2_frame = Vec::new();
+        if h2_block.len() <= perflab_h2::MIN_FRAME_SIZE as usize {
+            frame::headers(
+                &mut h2_frame,
+                0,
+                &h2_block,
+                body.is_empty(),
+                perflab_h2::MIN_FRAME_SIZE,
+            );
+        }
         targets.push(PreparedTarget {
             addr,
             request: request.into_boxed_slice(),
@@ -157,12 +182,28 @@ pub(crate) fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
             method: d.method.clone(),
             url: d.url.clone(),
             weight: d.weight,
+            h2_block: h2_block.into_boxed_slice(),
+            h2_frame: h2_frame.into_boxed_slice(),
+            body: body.into_boxed_slice(),
         });
     }
     // One TLS config for the run (it holds the session cache), built only when needed:
     // loading the system trust store takes milliseconds.
-    let tls = match tls_names.iter().any(Option::is_some) {
-        true => Some(client_config(spec.insecure, spec.cacert.as_deref())?),
+    let any_tls = tls_names.iter().any(Option::is_some);
+    if spec.streams > 1 && spec.http == HttpVersion::Auto && !any_tls {
+        return Err(SpecError::Conflict(
+            "`streams` multiplexes HTTP/2, and plain http:// URLs speak HTTP/1.1 unless \
+             HTTP/2 is asked for: add `--http2` (h2c with prior knowledge)"
+                .into(),
+        ));
+    }
+    let alpn: &[&[u8]] = match spec.http {
+        HttpVersion::Auto => &[b"h2", b"http/1.1"],
+        HttpVersion::Http1 => &[b"http/1.1"],
+        HttpVersion::Http2 => &[b"h2"],
+    };
+    let tls = match any_tls {
+        true => Some(client_config(spec.insecure, spec.cacert.as_deref(), alpn)?),
         false => None,
     };
     let mut groups: Vec<Group> = Vec::new();
@@ -181,6 +222,9 @@ pub(crate) fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
                         hint: Arc::clone(hint),
                     })
                 }),
+                http: spec.http,
+                streams: spec.streams,
+                h2_window: spec.h2_window,
                 targets: vec![i],
             }),
         }
@@ -209,6 +253,53 @@ pub(crate) fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
         pipeline: spec.pipeline,
         keepalive: spec.keepalive,
     })
+}
+
+/// Headers HTTP/2 forbids (RFC 9113 §8.2.2) or replaces (`host` by `:authority`).
+const NOT_IN_H2: [&str; 6] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+];
+
+/// The HPACK block of one request: the pseudo-headers, then the run's headers and the
+/// target's own (one of the target's replaces the run's of the same name) in lower
+/// case, without the connection-specific ones; a `Host` header becomes `:authority`.
+pub(crate) fn h2_block(spec: &LoadSpec, t: &Target, d: &TargetDef) -> Vec<u8> {
+    let headers: Vec<&(String, String)> = spec
+        .headers
+        .iter()
+        .filter(|(n, _)| !d.headers.iter().any(|(m, _)| m.eq_ignore_ascii_case(n)))
+        .chain(d.headers.iter())
+        .collect();
+    let find = |name: &str| headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name));
+    let authority = find("host").map_or(t.authority.as_str(), |(_, v)| v.as_str());
+    let scheme = match t.scheme {
+        Scheme::Http => "http",
+        Scheme::Https => "https",
+    };
+    let mut out = Vec::with_capacity(64);
+    hpack::encode_field(&mut out, b":method", d.method.as_bytes());
+    hpack::encode_field(&mut out, b":scheme", scheme.as_bytes());
+    hpack::encode_field(&mut out, b":authority", authority.as_bytes());
+    hpack::encode_field(&mut out, b":path", t.path.as_bytes());
+    for (n, v) in &headers {
+        let name = n.to_ascii_lowercase();
+        let te_ok = name == "te" && v.eq_ignore_ascii_case("trailers");
+        if NOT_IN_H2.contains(&name.as_str()) || (name == "te" && !te_ok) {
+            continue;
+        }
+        hpack::encode_field(&mut out, name.as_bytes(), v.as_bytes());
+    }
+    if let Some(b) = &d.body {
+        if find("content-length").is_none() {
+            hpack::encode_field(&mut out, b"content-length", b.len().to_string().as_bytes());
+        }
+    }
+    out
 }
 
 /// The bytes of one request: the target's method, the run's headers then the

@@ -10,10 +10,9 @@
 use crate::error::SpecError;
 use crate::slo::Slo;
 use crate::threshold::Threshold;
-use crate::units::{check_rate, parse_duration, parse_fraction, parse_rate};
+use crate::units::{check_rate, parse_rate};
 use crate::url::{Scheme, Target};
 use serde::Deserialize;
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -73,7 +72,7 @@ impl Ramp {
 
 /// A complete description of one load test. See the module doc for the file form.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(try_from = "RawSpec")]
+#[serde(try_from = "crate::rawspec::RawSpec")]
 pub struct LoadSpec {
     /// Target URLs (at least one).
     pub urls: Vec<String>,
@@ -143,6 +142,43 @@ pub struct LoadSpec {
     /// The I/O engine (default: io_uring for plain-http closed loops where the kernel
     /// allows it, epoll otherwise; see `io`).
     pub io: IoChoice,
+    /// The HTTP version: by ALPN for `https://` (h2 offered first), HTTP/1.1 for
+    /// `http://` (default); forced with `--http1.1` or `--http2` (h2c with prior
+    /// knowledge on `http://`).
+    pub http: HttpVersion,
+    /// HTTP/2: concurrent streams per connection (h2load's `-m`; default 1).
+    pub streams: usize,
+    /// HTTP/2: the flow-control window this side advertises, per stream and per
+    /// connection (default 2^30 - 1, as h2load's; smaller ones make the server wait
+    /// for WINDOW_UPDATEs).
+    pub h2_window: u32,
+}
+
+/// The default HTTP/2 receive window: large enough never to throttle a benchmark.
+pub const DEFAULT_H2_WINDOW: u32 = (1 << 30) - 1;
+
+/// Which HTTP version a run speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HttpVersion {
+    /// `https://`: ALPN offers `h2` then `http/1.1`; `http://`: HTTP/1.1.
+    #[default]
+    Auto,
+    /// HTTP/1.1 only (ALPN offers `http/1.1` only).
+    Http1,
+    /// HTTP/2 only: ALPN offers `h2` only; `http://` speaks h2c with prior knowledge.
+    Http2,
+}
+
+impl HttpVersion {
+    /// `auto`, `1.1` or `2` (also `http/1.1`, `h2`, `h2c`).
+    pub fn parse(s: &str) -> Result<HttpVersion, SpecError> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(HttpVersion::Auto),
+            "1.1" | "http/1.1" | "http1.1" => Ok(HttpVersion::Http1),
+            "2" | "h2" | "h2c" | "http2" => Ok(HttpVersion::Http2),
+            _ => Err(SpecError::value("http", s, "\"auto\", \"1.1\" or \"2\"")),
+        }
+    }
 }
 
 impl Default for LoadSpec {
@@ -180,6 +216,9 @@ impl Default for LoadSpec {
             insecure: false,
             cacert: None,
             io: IoChoice::Auto,
+            http: HttpVersion::Auto,
+            streams: 1,
+            h2_window: DEFAULT_H2_WINDOW,
         }
     }
 }
@@ -279,6 +318,26 @@ impl LoadSpec {
             positive("threads", t)?;
         }
         positive("pipeline", self.pipeline)?;
+        positive("streams", self.streams)?;
+        if self.h2_window == 0 || self.h2_window > perflab_h2::MAX_WINDOW {
+            return Err(SpecError::value(
+                "h2-window",
+                self.h2_window.to_string(),
+                "a window of 1 to 2^31-1 bytes",
+            ));
+        }
+        if self.streams > 1 && self.http == HttpVersion::Http1 {
+            return Err(SpecError::Conflict(
+                "`streams` multiplexes HTTP/2; HTTP/1.1 was forced (drop `http1.1`, or use \
+                 `pipeline`)"
+                    .into(),
+            ));
+        }
+        if self.pipeline > 1 && self.http == HttpVersion::Http2 {
+            return Err(SpecError::Conflict(
+                "`pipeline` is HTTP/1.1's; HTTP/2 sends concurrent requests as `streams`".into(),
+            ));
+        }
         if self.requests == Some(0) {
             return Err(SpecError::value(
                 "requests",
@@ -379,173 +438,6 @@ pub fn parse_header(s: &str) -> Result<(String, String), SpecError> {
     Ok((n.trim().to_string(), v.trim().to_string()))
 }
 
-/// The file form: every field optional, loosely typed, converted by `TryFrom`.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawSpec {
-    kind: Option<String>,
-    url: Option<String>,
-    urls: Option<Vec<String>>,
-    urls_file: Option<PathBuf>,
-    random: Option<bool>,
-    targets: Option<PathBuf>,
-    targets_format: Option<String>,
-    order: Option<String>,
-    method: Option<String>,
-    headers: Option<RawHeaders>,
-    body: Option<String>,
-    body_file: Option<PathBuf>,
-    connections: Option<usize>,
-    threads: Option<usize>,
-    duration: Option<Number>,
-    requests: Option<u64>,
-    warmup: Option<Number>,
-    rate: Option<Number>,
-    max_connections: Option<usize>,
-    ramp: Option<String>,
-    ramp_over: Option<String>,
-    step_duration: Option<Number>,
-    find_max: Option<bool>,
-    slo: Option<String>,
-    #[serde(default)]
-    thresholds: Vec<String>,
-    unix_socket: Option<PathBuf>,
-    max_error_rate: Option<Number>,
-    keepalive: Option<bool>,
-    pipeline: Option<usize>,
-    timeout: Option<Number>,
-    connect_timeout: Option<Number>,
-    hdr_log: Option<PathBuf>,
-    insecure: Option<bool>,
-    cacert: Option<PathBuf>,
-    io: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Number {
-    Num(f64),
-    Text(String),
-}
-
-impl Number {
-    fn text(&self) -> String {
-        match self {
-            Number::Num(n) => n.to_string(),
-            Number::Text(s) => s.clone(),
-        }
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum RawHeaders {
-    List(Vec<String>),
-    Map(BTreeMap<String, String>),
-}
-
-impl TryFrom<RawSpec> for LoadSpec {
-    type Error = SpecError;
-
-    fn try_from(r: RawSpec) -> Result<Self, SpecError> {
-        if let Some(k) = &r.kind {
-            if k != "http" {
-                return Err(SpecError::value("kind", k, "\"http\""));
-            }
-        }
-        let d = LoadSpec::default();
-        let dur = |field, v: &Option<Number>| -> Result<Option<Duration>, SpecError> {
-            v.as_ref()
-                .map(|v| parse_duration(field, &v.text()))
-                .transpose()
-        };
-        let mut urls = r.urls.unwrap_or_default();
-        urls.extend(r.url);
-        let headers = match r.headers {
-            None => Vec::new(),
-            Some(RawHeaders::List(l)) => l
-                .iter()
-                .map(|h| parse_header(h))
-                .collect::<Result<_, _>>()?,
-            Some(RawHeaders::Map(m)) => m.into_iter().collect(),
-        };
-        let over = match r.ramp_over.as_deref() {
-            None | Some("rate") => RampOver::Rate,
-            Some("connections") => RampOver::Connections,
-            Some(o) => {
-                return Err(SpecError::value(
-                    "ramp_over",
-                    o,
-                    "\"rate\" or \"connections\"",
-                ))
-            }
-        };
-        let spec = LoadSpec {
-            urls,
-            urls_file: r.urls_file,
-            random: r.random.unwrap_or(false) || r.order.as_deref() == Some("random"),
-            weighted: match r.order.as_deref() {
-                None | Some("sequential" | "random") => false,
-                Some("weighted") => true,
-                Some(o) => {
-                    return Err(SpecError::value(
-                        "order",
-                        o,
-                        "sequential, random or weighted",
-                    ))
-                }
-            },
-            targets: r.targets,
-            targets_format: r
-                .targets_format
-                .as_deref()
-                .map(crate::targets::TargetsFormat::parse)
-                .transpose()?,
-            method: r.method.unwrap_or(d.method),
-            headers,
-            body: r.body.map(String::into_bytes),
-            body_file: r.body_file,
-            connections: r.connections.unwrap_or(d.connections),
-            threads: r.threads,
-            duration: dur("duration", &r.duration)?,
-            requests: r.requests,
-            warmup: dur("warmup", &r.warmup)?.unwrap_or_default(),
-            rate: r.rate.map(|v| parse_rate("rate", &v.text())).transpose()?,
-            max_connections: r.max_connections,
-            ramp: r.ramp.map(|s| Ramp::parse(&s, over)).transpose()?,
-            step_duration: dur("step_duration", &r.step_duration)?,
-            find_max: r.find_max.unwrap_or(false),
-            slo: r.slo.map(|s| Slo::parse(&s)).transpose()?,
-            thresholds: r
-                .thresholds
-                .iter()
-                .map(|t| Threshold::parse(t))
-                .collect::<Result<_, _>>()?,
-            unix_socket: r.unix_socket,
-            max_error_rate: match r.max_error_rate {
-                Some(v) => parse_fraction("max_error_rate", &v.text())?,
-                None => d.max_error_rate,
-            },
-            keepalive: r.keepalive.unwrap_or(true),
-            pipeline: r.pipeline.unwrap_or(1),
-            timeout: dur("timeout", &r.timeout)?.unwrap_or(d.timeout),
-            connect_timeout: dur("connect_timeout", &r.connect_timeout)?
-                .unwrap_or(d.connect_timeout),
-            hdr_log: r.hdr_log,
-            insecure: r.insecure.unwrap_or(false),
-            cacert: r.cacert,
-            io: r
-                .io
-                .as_deref()
-                .map(IoChoice::parse)
-                .transpose()?
-                .unwrap_or_default(),
-        };
-        spec.validate()?;
-        Ok(spec)
-    }
-}
-
 /// The I/O engine asked for (`io`, or `io = "..."` in an experiment file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum IoChoice {
@@ -572,7 +464,9 @@ impl IoChoice {
 
 /// Why a spec cannot run on io_uring whatever the kernel (`None`: it can).
 pub(crate) fn uring_misfit(spec: &LoadSpec, tls: bool) -> Option<&'static str> {
-    if !spec.is_closed_loop() {
+    if spec.http == HttpVersion::Http2 {
+        Some("`io` uring speaks HTTP/1.1 only; HTTP/2 runs on epoll (use `io` auto or `io` epoll)")
+    } else if !spec.is_closed_loop() {
         Some(
             "`io` uring runs closed-loop load only; the open loop (`rate`, `find_max`, a ramp \
              over the rate) runs on epoll (use `io` auto or `io` epoll)",

@@ -6,6 +6,18 @@
 use crate::report::{Latency, Mode, Report};
 use std::fmt::Write;
 
+/// The HTTP/2 kinds inside the error counts, when there are any.
+fn h2_errors(r: &Report) -> String {
+    let k = &r.error_kinds;
+    if k.rst_stream == 0 && k.goaway == 0 {
+        return String::new();
+    }
+    format!(
+        "; HTTP/2: RST_STREAM {}, refused by GOAWAY {}",
+        k.rst_stream, k.goaway
+    )
+}
+
 /// Renders `r` for a terminal.
 pub fn render(r: &Report) -> String {
     let mut s = String::new();
@@ -28,6 +40,17 @@ pub fn render(r: &Report) -> String {
             r.io.name()
         ),
     );
+    if !r.protocols.is_empty() {
+        let protocols: Vec<String> = r
+            .protocols
+            .iter()
+            .map(|(p, n)| match p.as_str() {
+                "h2" => format!("h2 ({n} connections, {} streams each)", r.streams),
+                _ => format!("{p} ({n} connections)"),
+            })
+            .collect();
+        row(&mut s, "Protocol", protocols.join(", "));
+    }
     row(&mut s, "Requests", format!("{:>12}", r.requests));
     row(&mut s, "Duration", format!("{:>12.2} s", r.duration_s));
     row(&mut s, "Throughput", format!("{:>12.2} req/s", r.rps));
@@ -37,8 +60,14 @@ pub fn render(r: &Report) -> String {
         &mut s,
         "Errors",
         format!(
-            "{:>12}   (connect {}, timeout {}, reset {}, malformed {}, closed {})",
-            e.total, e.connect, e.timeout, e.reset, e.malformed, e.closed
+            "{:>12}   (connect {}, timeout {}, reset {}, malformed {}, closed {}){}",
+            e.total,
+            e.connect,
+            e.timeout,
+            e.reset,
+            e.malformed,
+            e.closed,
+            h2_errors(r)
         ),
     );
     let status: Vec<String> = r.status.iter().map(|(k, v)| format!("{k}: {v}")).collect();

@@ -2,7 +2,8 @@
 //! built before anything is sent, shared by every connection of every worker.
 //!
 //! - **Crypto**: rustls with the `ring` provider (no cmake/nasm toolchain, unlike
-//!   aws-lc-rs), TLS 1.2 and 1.3, ALPN `http/1.1`.
+//!   aws-lc-rs), TLS 1.2 and 1.3, ALPN `h2` then `http/1.1` (or the one version a
+//!   run forces: `--http2`, `--http1.1`); the server's choice decides the protocol.
 //! - **Trust**: the operating system's store, read by `rustls-native-certs`
 //!   (`/etc/ssl/certs` and wherever OpenSSL looks) rather than `webpki-roots`' bundled
 //!   Mozilla list: a load test usually targets the user's own servers, whose private CA
@@ -43,6 +44,7 @@ pub(crate) struct TlsTarget {
 pub(crate) fn client_config(
     insecure: bool,
     cacert: Option<&Path>,
+    alpn: &[&[u8]],
 ) -> Result<(Arc<ClientConfig>, Arc<str>), SpecError> {
     let provider = Arc::new(ring::default_provider());
     let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
@@ -62,7 +64,7 @@ pub(crate) fn client_config(
             hint,
         )
     };
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     Ok((Arc::new(config), hint.into()))
 }
 
@@ -135,6 +137,12 @@ pub(crate) fn describe(e: &rustls::Error, hint: &str) -> String {
         rustls::Error::InvalidCertificate(c) => {
             format!("certificate verify failed: {c} — {hint}")
         }
+        rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol) => {
+            "TLS handshake failed: the server speaks none of the protocols offered by ALPN \
+             (with `--http2` only `h2` is offered: the server did not choose HTTP/2 by ALPN; \
+             drop `--http2` to fall back to HTTP/1.1)"
+                .to_string()
+        }
         other => format!("TLS handshake failed: {other}"),
     }
 }
@@ -197,14 +205,16 @@ mod tests {
     fn cacert_errors_are_spec_errors() {
         let missing = Path::new("/nonexistent/perflab-ca.pem");
         assert!(matches!(
-            client_config(false, Some(missing)),
+            client_config(false, Some(missing), &[b"http/1.1"]),
             Err(SpecError::File { .. })
         ));
         let dir = std::env::temp_dir().join(format!("perflab-load-tls-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let empty = dir.join("empty.pem");
         std::fs::write(&empty, "not a certificate\n").unwrap();
-        let err = client_config(false, Some(&empty)).unwrap_err().to_string();
+        let err = client_config(false, Some(&empty), &[b"http/1.1"])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("no certificate"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -215,6 +215,11 @@ impl TlsStream {
         }
     }
 
+    /// The protocol the server chose by ALPN, once the handshake is complete.
+    pub fn alpn(&self) -> Option<&[u8]> {
+        self.conn.alpn_protocol()
+    }
+
     /// Socket-like read of plaintext.
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {

@@ -84,6 +84,9 @@ pub(crate) struct Core<D: Driver> {
     pub rec: Recorder,
     /// Responses completed by the connection being handled, before they are recorded.
     pub done: Vec<(Sent, Completed)>,
+    /// Requests that failed alone (an HTTP/2 stream reset, or refused by GOAWAY) on
+    /// the connection being handled, before they are counted.
+    pub failed: Vec<(Sent, ErrorKind)>,
     pub recording: bool,
     pub connecting: usize,
     rng: u64,
@@ -189,6 +192,11 @@ impl<D: Driver> Core<D> {
     /// Records the responses slot `i` just completed (in `done`) as completed at `at`.
     #[inline]
     pub fn record_done(&mut self, i: usize, at: Instant) {
+        for (sent, kind) in self.failed.drain(..) {
+            if self.recording && sent.record {
+                self.rec.error(kind, 1);
+            }
+        }
         if self.done.is_empty() {
             return;
         }
@@ -210,8 +218,8 @@ impl<D: Driver> Core<D> {
         reconnect: bool,
     ) -> Option<ErrorKind> {
         let handshake = self.slots[i].conn.state() == ConnState::Connecting;
-        let tls_failure = match kind {
-            ErrorKind::Tls => self.slots[i].conn.take_failure(),
+        let failure = match kind {
+            ErrorKind::Tls | ErrorKind::Connect => self.slots[i].conn.take_failure(),
             _ => None,
         };
         let in_flight = self.drop_conn(i);
@@ -220,9 +228,15 @@ impl<D: Driver> Core<D> {
             ErrorKind::Tls => handshake,
             _ => false,
         };
-        if self.recording && (connect || in_flight > 0) && self.rec.totals.tls_failure.is_none() {
+        if self.recording && (connect || in_flight > 0) {
             // The first reason is kept for the report; later ones are only counted.
-            self.rec.totals.tls_failure = tls_failure;
+            let first = match kind {
+                ErrorKind::Tls => &mut self.rec.totals.tls_failure,
+                _ => &mut self.rec.totals.connect_failure,
+            };
+            if first.is_none() {
+                *first = failure;
+            }
         }
         if connect {
             let slot = &mut self.slots[i];
@@ -273,6 +287,7 @@ impl<D: Driver> Worker<D> {
                 slots: Vec::with_capacity(cfg.connections),
                 rec,
                 done: Vec::with_capacity(64),
+                failed: Vec::new(),
                 recording: false,
                 connecting: 0,
                 rng,
@@ -364,6 +379,7 @@ impl<D: Driver> Worker<D> {
                 core.connecting -= 1;
                 slot.streak = 0;
                 core.rec.totals.connections_opened += 1;
+                core.rec.totals.protocols[slot.conn.protocol() as usize] += 1;
                 if slot.ever_connected {
                     core.rec.totals.reconnects += 1;
                 }
@@ -371,7 +387,8 @@ impl<D: Driver> Worker<D> {
                 self.on_ready(i, now);
             }
             Ok(Progress::Moved) => {
-                if slot.conn.state() == ConnState::Open && slot.conn.in_flight() == 0 {
+                let closed = slot.conn.closing() && slot.conn.in_flight() == 0;
+                if slot.conn.state() == ConnState::Open && (slot.conn.free() > 0 || closed) {
                     self.on_ready(i, now);
                 }
             }
@@ -380,11 +397,16 @@ impl<D: Driver> Worker<D> {
         }
     }
 
-    /// Slot `i` is connected with nothing in flight: the model decides what to send.
+    /// Slot `i` is connected and can take requests (or is closing): the model decides
+    /// what to send.
     fn on_ready(&mut self, i: usize, now: Instant) {
         let slot = &self.core.slots[i];
         if slot.conn.closing() || (slot.served && !self.core.cfg.prepared.keepalive) {
-            return self.reconnect(i);
+            // HTTP/2 streams still in flight finish first.
+            if slot.conn.in_flight() == 0 {
+                self.reconnect(i);
+            }
+            return;
         }
         let result = match &mut self.model {
             Model::Closed(cl) => cl.on_ready(&mut self.core, i, now),
@@ -395,6 +417,16 @@ impl<D: Driver> Worker<D> {
         };
         if let Err(kind) = result {
             self.fail(i, kind);
+        }
+    }
+
+    /// Writes what slot `i` queued this turn (HTTP/2 frames); a failure fails it.
+    pub fn flush_out(&mut self, i: usize) {
+        let core = &mut self.core;
+        if let Some(slot) = core.slots.get_mut(i) {
+            if let Err(kind) = slot.conn.flush_out(&mut core.driver) {
+                self.fail(i, kind);
+            }
         }
     }
 

@@ -13,8 +13,9 @@ use std::time::Instant;
 
 use anyhow::Context;
 use perflab_load::{
-    parse_duration, parse_fraction, parse_header, parse_rate, IoChoice, LoadError, LoadSpec,
-    Observer, Ramp, RampOver, Report, SecondPoint, Slo, SpecError, Step, Threshold, Verdict,
+    parse_duration, parse_fraction, parse_header, parse_rate, HttpVersion, IoChoice, LoadError,
+    LoadSpec, Observer, Ramp, RampOver, Report, SecondPoint, Slo, SpecError, Step, Threshold,
+    Verdict,
 };
 
 use crate::exit::{InvalidInput, FAILURES, GATE_FAILED};
@@ -184,6 +185,24 @@ pub struct HttpArgs {
     /// the run and the kernel allow it, else epoll. The report says which ran.
     #[arg(long, value_name = "ENGINE", default_value = "auto", value_parser = ["auto", "epoll", "uring"])]
     pub io: String,
+
+    /// Speak HTTP/2 only: over TLS offer only `h2` by ALPN; on http:// speak h2c with
+    /// prior knowledge. (Default: https offers h2 then http/1.1, http speaks HTTP/1.1.)
+    #[arg(long, conflicts_with = "http1_1")]
+    pub http2: bool,
+
+    /// Speak HTTP/1.1 only (over TLS, ALPN offers only `http/1.1`).
+    #[arg(long = "http1.1")]
+    pub http1_1: bool,
+
+    /// HTTP/2: concurrent streams per connection (h2load's -m).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub streams: usize,
+
+    /// HTTP/2: the flow-control window to advertise, per stream and per connection, in
+    /// bytes (default 2^30-1; a small one makes the server wait for WINDOW_UPDATEs).
+    #[arg(long, value_name = "BYTES", default_value_t = perflab_load::DEFAULT_H2_WINDOW)]
+    pub h2_window: u32,
 }
 
 /// Builds the engine's spec from the flags.
@@ -251,6 +270,15 @@ pub fn spec_from_args(a: &HttpArgs) -> Result<LoadSpec, SpecError> {
         insecure: a.insecure,
         cacert: a.cacert.clone(),
         io: IoChoice::parse(&a.io)?,
+        http: if a.http2 {
+            HttpVersion::Http2
+        } else if a.http1_1 {
+            HttpVersion::Http1
+        } else {
+            HttpVersion::Auto
+        },
+        streams: a.streams,
+        h2_window: a.h2_window,
     };
     spec.validate()?;
     Ok(spec)

@@ -21,7 +21,7 @@ mod conn;
 
 use crate::timer::SendTimer;
 use crate::worker::{Driver, Worker, WorkerConfig};
-pub(crate) use conn::Http1Conn;
+pub(crate) use conn::EpollConn;
 use mio::{Events, Poll, Token};
 use std::io;
 use std::time::Instant;
@@ -40,7 +40,7 @@ pub(crate) struct EpollDriver {
 }
 
 impl Driver for EpollDriver {
-    type Conn = Http1Conn;
+    type Conn = EpollConn;
 
     fn new(_cfg: &WorkerConfig, open_loop: bool) -> io::Result<Self> {
         let poll = Poll::new()?;
@@ -94,13 +94,20 @@ impl Driver for EpollDriver {
             let Some(slot) = core.slots.get_mut(i) else {
                 continue;
             };
-            let res = slot
-                .conn
-                .on_event(r, wr, h, &core.cfg.prepared, &mut core.done);
+            let res = slot.conn.on_event(
+                r,
+                wr,
+                h,
+                &core.cfg.prepared,
+                &mut core.done,
+                &mut core.failed,
+            );
             // One clock read serves the completions and the next send.
             let now = Instant::now();
             core.record_done(i, now);
             w.progress(i, res, now);
+            // HTTP/2: the frames this turn queued on the connection go in one write.
+            w.flush_out(i);
         }
         Ok(())
     }

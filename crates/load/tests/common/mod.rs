@@ -292,3 +292,4 @@ pub fn unanswered_addr() -> (SocketAddr, Vec<TcpStream>, std::os::fd::OwnedFd) {
     }
     (addr, held, fd)
 }
+pub mod h2;
