@@ -8,10 +8,9 @@
 //! benchmarks a copy of bytes is cheaper than per-connection encoder state and a
 //! table search per field.
 //!
-//! Decoding is [`Decoder`], over `loona-hpack` (Huffman, the dynamic table, size
-//! updates): peers encode however they like and a decoder must follow.
-
-use std::borrow::Cow;
+//! Decoding is [`Decoder`]: integers, the static and dynamic tables, size updates, and
+//! Huffman strings (`crate::huffman`) — peers encode however they like and a decoder
+//! must follow.
 
 /// The static table (RFC 7541 Appendix A), index 1 first.
 const STATIC: [(&str, &str); 61] = [
@@ -145,35 +144,187 @@ impl std::fmt::Display for CompressionError {
 
 impl std::error::Error for CompressionError {}
 
-/// One connection's HPACK decoder (its dynamic table follows the peer's encoder).
+/// One connection's HPACK decoder: its dynamic table follows the peer's encoder.
+///
+/// Decoding skips what nobody asked for: a literal that is not added to the table and
+/// whose name the caller does not want ([`Decoder::decode_only`]) is stepped over, its
+/// value never Huffman-decoded — a load generator needs `:status` and nothing else, and
+/// servers send `date`, `etag` and `last-modified` as such literals on every response.
+#[derive(Debug)]
 pub struct Decoder {
-    inner: loona_hpack::Decoder<'static>,
+    /// Newest first: (name, value).
+    table: std::collections::VecDeque<(Box<[u8]>, Box<[u8]>)>,
+    size: usize,
+    max_size: usize,
+    /// The most the peer may set `max_size` to (our SETTINGS_HEADER_TABLE_SIZE).
+    limit: usize,
+    name: Vec<u8>,
+    value: Vec<u8>,
 }
 
 impl Default for Decoder {
     fn default() -> Self {
         Decoder {
-            inner: loona_hpack::Decoder::new(),
+            table: std::collections::VecDeque::new(),
+            size: 0,
+            max_size: 4096,
+            limit: 4096,
+            name: Vec::new(),
+            value: Vec::new(),
         }
     }
 }
 
-impl std::fmt::Debug for Decoder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("hpack::Decoder")
+fn bad(why: &str) -> CompressionError {
+    CompressionError(why.to_string())
+}
+
+/// Reads an integer with an `n`-bit prefix at `b[*at]`.
+fn read_integer(b: &[u8], at: &mut usize, n: u32) -> Result<usize, CompressionError> {
+    let max = (1usize << n) - 1;
+    let first = *b
+        .get(*at)
+        .ok_or_else(|| bad("block ends inside an integer"))?;
+    *at += 1;
+    let mut v = usize::from(first) & max;
+    if v < max {
+        return Ok(v);
+    }
+    let mut shift = 0;
+    loop {
+        let byte = *b
+            .get(*at)
+            .ok_or_else(|| bad("block ends inside an integer"))?;
+        *at += 1;
+        if shift > 28 {
+            return Err(bad("integer too large"));
+        }
+        v += usize::from(byte & 0x7f) << shift;
+        shift += 7;
+        if byte & 0x80 == 0 {
+            return Ok(v);
+        }
+    }
+}
+
+/// Reads a string's header at `b[*at]`: (Huffman-coded, its bytes), moving past it.
+fn read_string<'b>(b: &'b [u8], at: &mut usize) -> Result<(bool, &'b [u8]), CompressionError> {
+    let huffman = b.get(*at).is_some_and(|x| x & 0x80 != 0);
+    let len = read_integer(b, at, 7)?;
+    let s = b
+        .get(*at..*at + len)
+        .ok_or_else(|| bad("block ends inside a string"))?;
+    *at += len;
+    Ok((huffman, s))
+}
+
+/// Decodes a string into `out` (cleared first).
+fn string_into(out: &mut Vec<u8>, huffman: bool, s: &[u8]) -> Result<(), CompressionError> {
+    out.clear();
+    if huffman {
+        crate::huffman::decode(s, out).map_err(|e| bad(e.0))
+    } else {
+        out.extend_from_slice(s);
+        Ok(())
     }
 }
 
 impl Decoder {
-    /// Decodes a whole header block, handing each field to `field` in order.
+    /// Decodes a whole header block, handing every field to `field` in order.
     pub fn decode(
         &mut self,
         block: &[u8],
+        field: impl FnMut(&[u8], &[u8]),
+    ) -> Result<(), CompressionError> {
+        self.decode_only(block, |_| true, field)
+    }
+
+    /// Decodes a whole header block, handing `field` the fields whose name `want`s.
+    pub fn decode_only(
+        &mut self,
+        block: &[u8],
+        want: impl Fn(&[u8]) -> bool,
         mut field: impl FnMut(&[u8], &[u8]),
     ) -> Result<(), CompressionError> {
-        self.inner
-            .decode_with_cb(block, |n: Cow<[u8]>, v: Cow<[u8]>| field(&n, &v))
-            .map_err(|e| CompressionError(format!("{e:?}")))
+        let mut at = 0;
+        while at < block.len() {
+            let b = block[at];
+            if b & 0x80 != 0 {
+                let i = read_integer(block, &mut at, 7)?;
+                let (n, v) = self.entry(i)?;
+                if want(n) {
+                    field(n, v);
+                }
+            } else if b & 0xe0 == 0x20 {
+                let size = read_integer(block, &mut at, 5)?;
+                if size > self.limit {
+                    return Err(bad("table size update above SETTINGS_HEADER_TABLE_SIZE"));
+                }
+                self.max_size = size;
+                self.evict(0);
+            } else {
+                let indexing = b & 0x40 != 0;
+                let i = read_integer(block, &mut at, if indexing { 6 } else { 4 })?;
+                let mut name = std::mem::take(&mut self.name);
+                if i == 0 {
+                    let (h, s) = read_string(block, &mut at)?;
+                    string_into(&mut name, h, s)?;
+                } else {
+                    name.clear();
+                    name.extend_from_slice(self.entry(i)?.0);
+                }
+                let (h, s) = read_string(block, &mut at)?;
+                let wanted = want(&name);
+                if indexing || wanted {
+                    let mut value = std::mem::take(&mut self.value);
+                    string_into(&mut value, h, s)?;
+                    if wanted {
+                        field(&name, &value);
+                    }
+                    if indexing {
+                        self.insert(&name, &value);
+                    }
+                    self.value = value;
+                }
+                self.name = name;
+            }
+        }
+        Ok(())
+    }
+
+    /// Entry `i` of the static table (1..=61) or the dynamic one (62..).
+    fn entry(&self, i: usize) -> Result<(&[u8], &[u8]), CompressionError> {
+        match i {
+            0 => Err(bad("index 0")),
+            1..=61 => {
+                let (n, v) = STATIC[i - 1];
+                Ok((n.as_bytes(), v.as_bytes()))
+            }
+            _ => self
+                .table
+                .get(i - 62)
+                .map(|(n, v)| (&n[..], &v[..]))
+                .ok_or_else(|| bad("index past the dynamic table")),
+        }
+    }
+
+    /// Evicts the oldest entries until `room` more bytes fit.
+    fn evict(&mut self, room: usize) {
+        while self.size + room > self.max_size {
+            match self.table.pop_back() {
+                Some((n, v)) => self.size -= n.len() + v.len() + 32,
+                None => break,
+            }
+        }
+    }
+
+    fn insert(&mut self, name: &[u8], value: &[u8]) {
+        let size = name.len() + value.len() + 32;
+        self.evict(size);
+        if size <= self.max_size {
+            self.table.push_front((name.into(), value.into()));
+            self.size += size;
+        }
     }
 }
 
@@ -231,6 +382,49 @@ mod tests {
         let mut out = Vec::new();
         integer(&mut out, 0, 5, 1337); // RFC 7541 C.1.2
         assert_eq!(out, [31, 154, 10]);
+    }
+
+    #[test]
+    fn the_dynamic_table_follows_the_encoder_across_blocks() {
+        // RFC 7541 C.6.1 then C.6.2: responses with Huffman strings and indexing; the
+        // second refers to entries the first added.
+        let hex = |h: &str| -> Vec<u8> {
+            (0..h.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
+                .collect()
+        };
+        let mut d = Decoder::default();
+        let first = hex("488264025885aec3771a4b6196d07abe941054d444a8200595040b8166e082a62d1bff6e919d29ad171863c78f0b97c8e9ae82ae43d3");
+        let mut got = Vec::new();
+        d.decode(&first, |n, v| got.push((n.to_vec(), v.to_vec())))
+            .unwrap();
+        assert_eq!(got[0], (b":status".to_vec(), b"302".to_vec()));
+        assert_eq!(got[3].1, b"https://www.example.com".to_vec());
+        let second = hex("4883640effc1c0bf");
+        let mut got = Vec::new();
+        d.decode(&second, |n, v| got.push((n.to_vec(), v.to_vec())))
+            .unwrap();
+        assert_eq!(got[0], (b":status".to_vec(), b"307".to_vec()));
+        assert_eq!(got[2].1, b"Mon, 21 Oct 2013 20:13:21 GMT".to_vec());
+        assert_eq!(got[3].1, b"https://www.example.com".to_vec());
+        // decode_only hands over only what is wanted, and keeps the table in step.
+        let mut only = Vec::new();
+        let mut d2 = Decoder::default();
+        d2.decode_only(
+            &first,
+            |n| n == b":status",
+            |n, v| only.push((n.to_vec(), v.to_vec())),
+        )
+        .unwrap();
+        d2.decode_only(
+            &second,
+            |n| n == b":status",
+            |n, v| only.push((n.to_vec(), v.to_vec())),
+        )
+        .unwrap();
+        assert_eq!(only.len(), 2);
+        assert_eq!(only[1].1, b"307".to_vec());
     }
 
     #[test]

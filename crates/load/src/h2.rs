@@ -414,13 +414,11 @@ impl H2 {
     ) -> Result<(), ErrorKind> {
         let mut status = None;
         self.decoder
-            .decode(block, |n, v| {
-                if n == b":status" {
-                    status = std::str::from_utf8(v)
-                        .ok()
-                        .and_then(|v| v.parse::<u16>().ok());
-                }
-            })
+            .decode_only(
+                block,
+                |n| n == b":status",
+                |_, v| status = std::str::from_utf8(v).ok().and_then(|v| v.parse().ok()),
+            )
             .map_err(protocol_error)?;
         let Some(k) = self.find(id) else {
             return Ok(());
