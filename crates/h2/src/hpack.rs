@@ -144,6 +144,9 @@ impl std::fmt::Display for CompressionError {
 
 impl std::error::Error for CompressionError {}
 
+/// A dynamic table entry: (name, value).
+type Entry = (Box<[u8]>, Box<[u8]>);
+
 /// One connection's HPACK decoder: its dynamic table follows the peer's encoder.
 ///
 /// Decoding skips what nobody asked for: a literal that is not added to the table and
@@ -153,7 +156,7 @@ impl std::error::Error for CompressionError {}
 #[derive(Debug)]
 pub struct Decoder {
     /// Newest first: (name, value).
-    table: std::collections::VecDeque<(Box<[u8]>, Box<[u8]>)>,
+    table: std::collections::VecDeque<Entry>,
     size: usize,
     max_size: usize,
     /// The most the peer may set `max_size` to (our SETTINGS_HEADER_TABLE_SIZE).
