@@ -16,7 +16,11 @@
 #        round, IO:THREADS each, alternating with the peers: an A/B in the same minutes),
 #        PEERS="wrk ab" (a subset of the peers; wrk:N and h2load:N run them with N
 #        threads instead of 2: PEERS="wrk wrk:1 ab h2load h2load:1" gives every
-#        multi-threaded peer its one-thread setting too).
+#        multi-threaded peer its one-thread setting too),
+#        HTTP2=1 (the h2 row: nginx speaks h2c on the port — `listen ... http2` — and
+#        perflab --http2 -t 1 runs against h2load -t 1 with the same connections and
+#        STREAMS concurrent streams each (default 10), oha --http2 too when installed;
+#        target: perflab >= 1.0x h2load's req/s at <= its CPU per request).
 #
 # nginx listens with `reuseport`: each worker has its own accept queue and the kernel
 # spreads connections over them by a hash of the addresses. Without it, how nginx split
@@ -39,6 +43,9 @@ set -euo pipefail
 ROUNDS=${1:-9}
 SECS=${2:-5}
 CONNS=${CONNECTIONS:-10}
+STREAMS=${STREAMS:-10}
+H2=${HTTP2:-}
+LISTEN_H2=""; [[ -n "$H2" ]] && LISTEN_H2=" http2"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 
@@ -94,7 +101,7 @@ http {
   uwsgi_temp_path $WORK/tmp/uwsgi;
   scgi_temp_path $WORK/tmp/scgi;
   server {
-    listen 127.0.0.1:$PORT reuseport;
+    listen 127.0.0.1:$PORT reuseport$LISTEN_H2;
     root $WORK/www;
     location / { index index.html; }
   }
@@ -107,11 +114,16 @@ for _ in $(seq 100); do
   python3 -c "import socket,sys; socket.create_connection(('127.0.0.1',$PORT),0.1)" 2>/dev/null && break
   sleep 0.05
 done
-curl_ok=$(python3 -c "import urllib.request; print(urllib.request.urlopen('$URL').status)")
-[[ "$curl_ok" == 200 ]] || { echo "nginx did not answer" >&2; exit 1; }
+if [[ -z "$H2" ]]; then
+  curl_ok=$(python3 -c "import urllib.request; print(urllib.request.urlopen('$URL').status)")
+  [[ "$curl_ok" == 200 ]] || { echo "nginx did not answer" >&2; exit 1; }
+fi
 
 TOOLS=()
-if [[ -n "${PERFLAB_VARIANTS:-}" ]]; then
+if [[ -n "$H2" ]]; then
+  TOOLS=("perflab:epoll:1" "h2load:1")
+  need oha && TOOLS+=(oha)
+elif [[ -n "${PERFLAB_VARIANTS:-}" ]]; then
   for v in $PERFLAB_VARIANTS; do TOOLS+=("perflab:$v"); done
 else
   if [[ -n "${PERFLAB_THREADS:-}" ]]; then
@@ -122,7 +134,9 @@ else
     TOOLS+=("perflab:${PERFLAB_IO:-auto}:default" "perflab:${PERFLAB_IO:-auto}:1")
   fi
 fi
-if [[ -n "${PEERS:-}" ]]; then
+if [[ -n "$H2" ]]; then
+  :
+elif [[ -n "${PEERS:-}" ]]; then
   for p in $PEERS; do TOOLS+=("$p"); done
 else
   TOOLS+=(wrk ab h2load)
@@ -140,11 +154,16 @@ run_tool() {
       local io threads args=()
       IFS=: read -r _ io threads <<<"$tool"
       [[ -n "$threads" && $threads != default ]] && args+=(-t "$threads")
+      [[ -n "$H2" ]] && args+=(--http2 --streams "$STREAMS")
       /usr/bin/time -f '%U %S' -o "$tm" "$PERFLAB" http -q -c "$CONNS" "${args[@]}" --io "$io" -d "${SECS}s" --json "$URL" >"$out" ;;
     wrk | wrk:*) /usr/bin/time -f '%U %S' -o "$tm" wrk -t "$(threads_of "$tool" 2)" -c "$CONNS" -d "${SECS}s" "$URL" >"$out" ;;
     ab) /usr/bin/time -f '%U %S' -o "$tm" ab -q -k -c "$CONNS" -t "$SECS" -n 100000000 "$URL" >"$out" 2>&1 ;;
-    h2load | h2load:*) /usr/bin/time -f '%U %S' -o "$tm" h2load --h1 -c "$CONNS" -t "$(threads_of "$tool" 2)" -D "$SECS" "$URL" >"$out" ;;
-    oha) /usr/bin/time -f '%U %S' -o "$tm" oha --no-tui -c "$CONNS" -z "${SECS}s" --output-format json "$URL" >"$out" ;;
+    h2load | h2load:*)
+      local proto=(--h1); [[ -n "$H2" ]] && proto=(-m "$STREAMS")
+      /usr/bin/time -f '%U %S' -o "$tm" h2load "${proto[@]}" -c "$CONNS" -t "$(threads_of "$tool" 2)" -D "$SECS" "$URL" >"$out" ;;
+    oha)
+      local proto=(); [[ -n "$H2" ]] && proto=(--http2 -p "$STREAMS")
+      /usr/bin/time -f '%U %S' -o "$tm" oha --no-tui "${proto[@]}" -c "$CONNS" -z "${SECS}s" --output-format json "$URL" >"$out" ;;
   esac
   python3 - "$tool" "$out" "$tm" <<'PY'
 import json, re, sys
@@ -178,9 +197,9 @@ for round in $(seq "$ROUNDS"); do
   done
 done
 
-python3 - "$RESULTS" "$CONNS" "$ROUNDS" "$SECS" <<'PY'
+python3 - "$RESULTS" "$CONNS" "$ROUNDS" "$SECS" "$H2" "$STREAMS" <<'PY'
 import statistics, sys
-path, conns, rounds, secs = sys.argv[1:]
+path, conns, rounds, secs, h2, streams = sys.argv[1:]
 rows = {}
 for line in open(path):
     tool, n, cpu, rps = line.split()
@@ -190,7 +209,8 @@ for tool, rs in rows.items():
     rps = statistics.median(r[2] for r in rs)
     cpu100k = statistics.median(r[1] / r[0] * 1e5 for r in rs if r[0] > 0)
     med[tool] = (rps, cpu100k)
-print(f"nginx hello page, {conns} connections, {rounds} alternating rounds of {secs} s (medians)")
+proto = f"h2c, {streams} streams per connection, " if h2 else ""
+print(f"nginx hello page, {proto}{conns} connections, {rounds} alternating rounds of {secs} s (medians)")
 print(f"{'tool':<20}{'req/s':>12}{'CPU-s/100k':>12}")
 for tool, (rps, cpu) in sorted(med.items(), key=lambda kv: -kv[1][0]):
     print(f"{tool:<20}{rps:>12.0f}{cpu:>12.3f}")
@@ -204,7 +224,10 @@ for me in ours:
     for tool, (rps, cpu) in med.items():
         if tool != me:
             print(f"{tool:<20}{p_rps / rps:>12.2f}{p_cpu / cpu:>12.2f}")
-    if best:
+    if best and h2:
+        ok = p_rps >= 1.0 * peers[best][0] and p_cpu <= 1.0 * peers[best][1]
+        print(f"best peer: {best}; h2 target (>= 1.0x req/s, <= 1.0x CPU/req): {'MET' if ok else 'NOT MET'}")
+    elif best:
         ok = p_rps >= 1.05 * peers[best][0] and p_cpu <= 0.8 * peers[best][1]
         print(f"best peer: {best}; target (>= 1.05x req/s, <= 0.8x CPU/req): {'MET' if ok else 'NOT MET'}")
 PY

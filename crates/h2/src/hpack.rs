@@ -145,7 +145,10 @@ impl std::fmt::Display for CompressionError {
 impl std::error::Error for CompressionError {}
 
 /// A dynamic table entry: (name, value).
-type Entry = (Box<[u8]>, Box<[u8]>);
+type Entry = (Vec<u8>, Vec<u8>);
+
+/// Huffman strings remembered with their decoding (servers repeat theirs).
+const MEMO: usize = 8;
 
 /// One connection's HPACK decoder: its dynamic table follows the peer's encoder.
 ///
@@ -153,6 +156,9 @@ type Entry = (Box<[u8]>, Box<[u8]>);
 /// whose name the caller does not want ([`Decoder::decode_only`]) is stepped over, its
 /// value never Huffman-decoded — a load generator needs `:status` and nothing else, and
 /// servers send `date`, `etag` and `last-modified` as such literals on every response.
+/// What must be decoded is decoded once: the last few Huffman strings are remembered
+/// with their decoding (a server that adds the same field to the table on every
+/// response costs a comparison, not a decode), and evicted entries' buffers are reused.
 #[derive(Debug)]
 pub struct Decoder {
     /// Newest first: (name, value).
@@ -163,6 +169,11 @@ pub struct Decoder {
     limit: usize,
     name: Vec<u8>,
     value: Vec<u8>,
+    /// Evicted entries, their buffers reused.
+    spare: Vec<Entry>,
+    /// (Huffman bytes, decoding), filled round-robin.
+    memo: Vec<(Vec<u8>, Vec<u8>)>,
+    memo_next: usize,
 }
 
 impl Default for Decoder {
@@ -174,6 +185,9 @@ impl Default for Decoder {
             limit: 4096,
             name: Vec::new(),
             value: Vec::new(),
+            spare: Vec::new(),
+            memo: Vec::new(),
+            memo_next: 0,
         }
     }
 }
@@ -221,18 +235,37 @@ fn read_string<'b>(b: &'b [u8], at: &mut usize) -> Result<(bool, &'b [u8]), Comp
     Ok((huffman, s))
 }
 
-/// Decodes a string into `out` (cleared first).
-fn string_into(out: &mut Vec<u8>, huffman: bool, s: &[u8]) -> Result<(), CompressionError> {
-    out.clear();
-    if huffman {
-        crate::huffman::decode(s, out).map_err(|e| bad(e.0))
-    } else {
-        out.extend_from_slice(s);
+impl Decoder {
+    /// Decodes a string into `out` (cleared first).
+    fn string_into(
+        &mut self,
+        out: &mut Vec<u8>,
+        huffman: bool,
+        s: &[u8],
+    ) -> Result<(), CompressionError> {
+        out.clear();
+        if !huffman {
+            out.extend_from_slice(s);
+            return Ok(());
+        }
+        if let Some((_, decoded)) = self.memo.iter().find(|(raw, _)| raw == s) {
+            out.extend_from_slice(decoded);
+            return Ok(());
+        }
+        crate::huffman::decode(s, out).map_err(|e| bad(e.0))?;
+        if self.memo.len() < MEMO {
+            self.memo.push((s.to_vec(), out.clone()));
+        } else {
+            let (raw, decoded) = &mut self.memo[self.memo_next];
+            raw.clear();
+            raw.extend_from_slice(s);
+            decoded.clear();
+            decoded.extend_from_slice(out);
+            self.memo_next = (self.memo_next + 1) % MEMO;
+        }
         Ok(())
     }
-}
 
-impl Decoder {
     /// Decodes a whole header block, handing every field to `field` in order.
     pub fn decode(
         &mut self,
@@ -271,7 +304,7 @@ impl Decoder {
                 let mut name = std::mem::take(&mut self.name);
                 if i == 0 {
                     let (h, s) = read_string(block, &mut at)?;
-                    string_into(&mut name, h, s)?;
+                    self.string_into(&mut name, h, s)?;
                 } else {
                     name.clear();
                     name.extend_from_slice(self.entry(i)?.0);
@@ -280,7 +313,7 @@ impl Decoder {
                 let wanted = want(&name);
                 if indexing || wanted {
                     let mut value = std::mem::take(&mut self.value);
-                    string_into(&mut value, h, s)?;
+                    self.string_into(&mut value, h, s)?;
                     if wanted {
                         field(&name, &value);
                     }
@@ -315,7 +348,12 @@ impl Decoder {
     fn evict(&mut self, room: usize) {
         while self.size + room > self.max_size {
             match self.table.pop_back() {
-                Some((n, v)) => self.size -= n.len() + v.len() + 32,
+                Some(e) => {
+                    self.size -= e.0.len() + e.1.len() + 32;
+                    if self.spare.len() < 64 {
+                        self.spare.push(e);
+                    }
+                }
                 None => break,
             }
         }
@@ -325,7 +363,12 @@ impl Decoder {
         let size = name.len() + value.len() + 32;
         self.evict(size);
         if size <= self.max_size {
-            self.table.push_front((name.into(), value.into()));
+            let (mut n, mut v) = self.spare.pop().unwrap_or_default();
+            n.clear();
+            n.extend_from_slice(name);
+            v.clear();
+            v.extend_from_slice(value);
+            self.table.push_front((n, v));
             self.size += size;
         }
     }
