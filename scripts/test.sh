@@ -13,7 +13,7 @@ declare -A PKG=(
   [javac]=default-jdk-headless [go]=golang-go [node]=nodejs
   [nginx]=nginx [wrk]=wrk [perf]=linux-perf [ip]=iproute2 [pgrep]=procps [setpriv]=util-linux
   [ssh]=openssh-client [ssh-keygen]=openssh-client [sshd]=openssh-server
-  [chromium]=chromium
+  [chromium]=chromium [h2load]=nghttp2-client [openssl]=openssl [curl]=curl
 )
 missing=()
 for prog in "${!PKG[@]}"; do

@@ -1,0 +1,241 @@
+//! `perflab http` over HTTP/2 against nginx (Debian's build: `listen ... http2` is h2c
+//! with prior knowledge, `listen ... ssl http2` is h2 over TLS): h2c with streams agrees
+//! with h2load on a fixed request count, https picks h2 by ALPN (and HTTP/1.1 when
+//! forced), h2c runs through a unix socket. nginx is started by the test with its own
+//! configuration and certificate, and killed when the test ends (also on failure).
+
+mod common;
+use common::*;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A child killed when the test ends, also on failure.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// nginx serving `dir/www` as h2c on one port, h2 over TLS on another and h2c on a unix
+/// socket; `None` (the test is skipped) where nginx or openssl is missing.
+struct Nginx {
+    _child: Killed,
+    h2c: u16,
+    tls: u16,
+    sock: PathBuf,
+}
+
+fn nginx(dir: &Path) -> Option<Nginx> {
+    let nginx = ["/usr/sbin/nginx", "nginx"]
+        .into_iter()
+        .find(|n| Command::new(n).arg("-v").output().is_ok())?;
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let made = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+        ])
+        .args(["-nodes", "-days", "1", "-subj", "/CN=localhost", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .ok()?;
+    assert!(made.success(), "openssl could not make a test certificate");
+    std::fs::create_dir_all(dir.join("www")).unwrap();
+    std::fs::create_dir_all(dir.join("tmp")).unwrap();
+    std::fs::write(dir.join("www/4k.bin"), vec![b'x'; 4096]).unwrap();
+    let (h2c, tls, sock) = (free_port(), free_port(), dir.join("nginx.sock"));
+    // SAFETY: geteuid has no preconditions.
+    let user = if unsafe { libc::geteuid() } == 0 {
+        "user root;"
+    } else {
+        ""
+    };
+    let conf = format!(
+        "{user}\nworker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
+         events {{ worker_connections 256; }}\n\
+         http {{ access_log off; keepalive_requests 1000000;\n\
+         client_body_temp_path {d}/tmp; proxy_temp_path {d}/tmp;\n\
+         fastcgi_temp_path {d}/tmp; uwsgi_temp_path {d}/tmp; scgi_temp_path {d}/tmp;\n\
+         server {{ listen 127.0.0.1:{h2c} http2; listen unix:{s} http2; root {d}/www; }}\n\
+         server {{ listen 127.0.0.1:{tls} ssl http2; ssl_certificate {c};\n\
+         ssl_certificate_key {k}; root {d}/www; }} }}\n",
+        d = dir.display(),
+        s = sock.display(),
+        c = cert.display(),
+        k = key.display()
+    );
+    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+    let child = Killed(
+        Command::new(nginx)
+            .arg("-p")
+            .arg(dir)
+            .arg("-c")
+            .arg(dir.join("nginx.conf"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let up = wait_until(Duration::from_secs(10), || {
+        std::net::TcpStream::connect(("127.0.0.1", tls)).is_ok() && sock.exists()
+    });
+    assert!(
+        up,
+        "nginx did not start: {}",
+        std::fs::read_to_string(dir.join("error.log")).unwrap_or_default()
+    );
+    Some(Nginx {
+        _child: child,
+        h2c,
+        tls,
+        sock,
+    })
+}
+
+#[test]
+fn h2c_agrees_with_h2load_and_https_negotiates_h2() {
+    let lab = Lab::new();
+    let Some(n) = nginx(lab.dir.path()) else {
+        eprintln!("skipped: nginx or openssl is not installed");
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/4k.bin", n.h2c);
+    let v = lab.json(&[
+        "http",
+        &url,
+        "--http2",
+        "-c",
+        "10",
+        "--streams",
+        "10",
+        "-n",
+        "5000",
+        "--json",
+    ]);
+    assert_eq!(v["requests"], 5000, "{v}");
+    assert_eq!(v["errors"]["total"], 0);
+    assert_eq!(v["status"]["200"], 5000);
+    assert_eq!(v["protocols"]["h2"], 10, "{}", v["protocols"]);
+    assert_eq!(v["streams"], 10);
+    assert_eq!(v["bytes"].as_u64().unwrap() / 5000 > 4096, true);
+    match Command::new("h2load")
+        .args(["-n", "5000", "-c", "10", "-m", "10", &url])
+        .output()
+    {
+        Ok(o) => {
+            let text = String::from_utf8_lossy(&o.stdout);
+            assert!(
+                text.contains("5000 succeeded, 0 failed, 0 errored"),
+                "h2load on the same nginx: {text}"
+            );
+        }
+        Err(_) => eprintln!("h2load is not installed: the count is compared with -n only"),
+    }
+
+    let tls = format!("https://127.0.0.1:{}/4k.bin", n.tls);
+    let v = lab.json(&[
+        "http",
+        &tls,
+        "-k",
+        "-c",
+        "4",
+        "--streams",
+        "5",
+        "-n",
+        "400",
+        "--json",
+    ]);
+    assert_eq!(
+        (v["requests"].as_u64(), v["errors"]["total"].as_u64()),
+        (Some(400), Some(0))
+    );
+    assert_eq!(v["protocols"]["h2"], 4, "ALPN picks h2: {}", v["protocols"]);
+    let v = lab.json(&[
+        "http",
+        &tls,
+        "-k",
+        "-c",
+        "4",
+        "--http1.1",
+        "-n",
+        "400",
+        "--json",
+    ]);
+    assert_eq!(v["requests"], 400);
+    assert_eq!(v["protocols"]["http/1.1"], 4, "{}", v["protocols"]);
+    let out = lab.run(&[
+        "http",
+        &tls,
+        "-k",
+        "-c",
+        "2",
+        "-n",
+        "100",
+        "--http2",
+        "--streams",
+        "4",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("h2 (2 connections, 4 streams each)"),
+        "{}",
+        stdout(&out)
+    );
+
+    let v = lab.json(&[
+        "http",
+        "--unix-socket",
+        n.sock.to_str().unwrap(),
+        "--http2",
+        "--streams",
+        "4",
+        "http://localhost/4k.bin",
+        "-n",
+        "500",
+        "-c",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(v["requests"], 500, "{v}");
+    assert_eq!(v["protocols"]["h2"], 2);
+}
+
+#[test]
+fn streams_without_http2_on_plain_http_is_a_usage_error() {
+    let lab = Lab::new();
+    let out = lab.run(&["http", "http://127.0.0.1:9/", "--streams", "4", "-n", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--http2"), "{}", stderr(&out));
+    let out = lab.run(&[
+        "http",
+        "http://127.0.0.1:9/",
+        "--http2",
+        "--pipeline",
+        "4",
+        "-n",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("streams"), "{}", stderr(&out));
+}
