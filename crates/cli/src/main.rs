@@ -56,7 +56,7 @@ enum Command {
     Export(commands::export::ExportArgs),
     Import(commands::import::ImportArgs),
     Serve(commands::serve::ServeArgs),
-    Http(commands::http::HttpArgs),
+    Http(Box<commands::http::HttpArgs>),
     Scimark(commands::scimark::ScimarkArgs),
     Disk(commands::disk::DiskArgs),
     Compress(commands::compress::CompressArgs),
