@@ -8,7 +8,10 @@
 //! - [`deploy`]: which perflab runs on a host (this binary copied when it fits);
 //! - [`worker`]: `perflab worker`, one trial from a JSON spec on stdin to JSON events on
 //!   stdout, stopped by the end of its stdin;
-//! - [`remote`]: the runner's factory for runs over hosts (`on = [...]`, `--on`).
+//! - [`remote`]: the runner's factory for runs over hosts (`on = [...]`, `--on`,
+//!   `[workload] host`) and its opener of sessions with hosts;
+//! - [`session`]: a session with a host for the service under test and the monitor
+//!   that run there (`[service] host`, `[monitor] host`).
 //!
 //! The trial seam is `perflab_workloads::spec::TrialSpec` (docs/architecture.md): the
 //! same spec a local trial runs is what the worker reads.
@@ -16,6 +19,7 @@
 pub mod deploy;
 pub mod inventory;
 pub mod remote;
+pub mod session;
 pub mod ssh;
 pub mod worker;
 

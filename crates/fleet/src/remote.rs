@@ -1,9 +1,14 @@
 //! A trial on another host: [`Fleet`] is the runner's [`WorkloadFactory`] for runs with
-//! `on = [...]` / `--on`: a trial whose `host` parameter names an inventory host becomes
-//! a [`RemoteTrial`], which starts `perflab worker` there over ssh, sends the
-//! [`TrialSpec`] and reads the answer; any other trial is built here as usual. The
-//! first trial of a host puts perflab there ([`crate::deploy`]); a host that cannot be
-//! reached or prepared fails its own trials, each with the reason, and the others go on.
+//! `on = [...]` / `--on` or `[workload] host = "a"`: a trial whose `host` parameter (or
+//! the run's workload host) names an inventory host becomes a [`RemoteTrial`], which
+//! starts `perflab worker` there over ssh, sends the [`TrialSpec`] and reads the
+//! answer; any other trial is built here as usual. The first use of a host puts perflab
+//! there ([`crate::deploy`]); a host that cannot be reached or prepared fails its own
+//! trials, each with the reason, and the others go on.
+//!
+//! [`Fleet`] is also the runner's [`Sites`]: it opens the [`HostSession`]s in which the
+//! service under test and its monitor run on their host (`[service] host`, `[monitor]
+//! host`), and tells templates the service host's address (`{service_host}`).
 //!
 //! The measurement comes back with one more artifact, `host.json`: the host's name, its
 //! facts, and its clock's offset from this one (the worker's time at start against the
@@ -22,7 +27,10 @@ use std::time::{Duration, Instant};
 use perflab_workloads::spec::{Builtin, TrialSpec, WorkloadFactory};
 use perflab_workloads::{ArtifactData, Measurement, TrialContext, Workload, WorkloadError};
 
+use perflab_lab::site::{Site, Sites};
+
 use crate::inventory::{Host, Inventory};
+use crate::session::HostSession;
 use crate::ssh::Ssh;
 use crate::worker::Event;
 
@@ -32,6 +40,9 @@ pub struct Fleet {
     pub ssh: Ssh,
     /// Where the stripped binary is prepared before it is copied.
     pub scratch: PathBuf,
+    /// `[workload] host`: where every trial's workload runs (unless its `host`
+    /// parameter, from `on`, says otherwise).
+    pub workload_host: Option<String>,
     /// Per host: the perflab to run there, or why there is none.
     deployed: Mutex<HashMap<String, Result<String, String>>>,
 }
@@ -42,6 +53,7 @@ impl Fleet {
             inventory,
             ssh,
             scratch,
+            workload_host: None,
             deployed: Mutex::new(HashMap::new()),
         }
     }
@@ -56,7 +68,8 @@ impl Fleet {
 
 impl WorkloadFactory for Fleet {
     fn build(&self, trial: &TrialSpec) -> Result<Box<dyn Workload>, WorkloadError> {
-        let Some(name) = trial.params.get("host").and_then(|v| v.as_str()) else {
+        let param = trial.params.get("host").and_then(|v| v.as_str());
+        let Some(name) = param.or(self.workload_host.as_deref()) else {
             return Builtin.build(trial);
         };
         let host = self.inventory.get(name).map_err(WorkloadError::Setup)?;
@@ -67,6 +80,18 @@ impl WorkloadFactory for Fleet {
             perflab,
             spec: trial.clone(),
         }))
+    }
+}
+
+impl Sites for Fleet {
+    fn address(&self, host: &str) -> Result<String, String> {
+        Ok(self.inventory.get(host)?.address().to_string())
+    }
+
+    fn open(&self, host: &str) -> Result<Box<dyn Site>, String> {
+        let h = self.inventory.get(host)?;
+        let perflab = self.perflab_on(h)?;
+        Ok(Box::new(HostSession::open(&self.ssh, h, &perflab)?))
     }
 }
 
@@ -85,7 +110,7 @@ fn now_ns() -> i128 {
 
 /// Ends the session: stdin closed (the worker stops what it started), then the ssh
 /// client killed if it has not gone within `grace`.
-fn hang_up(child: &mut Child, grace: Duration) {
+pub(crate) fn hang_up(child: &mut Child, grace: Duration) {
     drop(child.stdin.take());
     let deadline = Instant::now() + grace;
     while Instant::now() < deadline {

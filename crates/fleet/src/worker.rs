@@ -1,7 +1,8 @@
 //! `perflab worker`, the far end of a remote trial: it reads one [`TrialSpec`] as a
 //! JSON line on stdin, runs it with the same workloads the runner uses, and writes
 //! [`Event`]s as JSON lines on stdout — `started` (its clock, for the controller's
-//! offset estimate), then `measurement` or `error` — and exits. When its stdin closes
+//! offset estimate), then `measurement` or `error` — and exits. (A first line that is
+//! a session request instead starts a session: [`crate::session`].) When its stdin closes
 //! before the trial ends (the controller was interrupted, or the ssh session died) it
 //! interrupts the trial, which stops what it started, and exits: no pty, no SIGHUP, no
 //! orphan.
@@ -105,7 +106,13 @@ pub fn serve(
     scratch: &std::path::Path,
 ) -> i32 {
     let mut line = String::new();
-    let spec: Result<TrialSpec, String> = match input.read_line(&mut line) {
+    let read = input.read_line(&mut line);
+    // A session request instead of a trial: the service under test (and its monitor)
+    // on this host, for a workload that runs elsewhere.
+    if let Ok(req) = serde_json::from_str::<crate::session::Request>(&line) {
+        return crate::session::serve(req, input, out, scratch);
+    }
+    let spec: Result<TrialSpec, String> = match read {
         Ok(0) => Err("stdin closed before a trial spec came".into()),
         Ok(_) => serde_json::from_str(&line).map_err(|e| format!("the trial spec: {e}")),
         Err(e) => Err(format!("reading the trial spec: {e}")),

@@ -36,6 +36,8 @@ pub struct RawFile<W> {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawProfile {
+    /// Not supported yet: refused with a message that says so.
+    pub host: Option<SStr>,
     pub target: Option<SStr>,
     pub repetitions: Option<Spanned<toml::Value>>,
     pub frequency: Option<Spanned<i64>>,
@@ -46,6 +48,8 @@ pub struct RawProfile {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawMonitor {
+    /// The inventory host whose telemetry is sampled (default: this one).
+    pub host: Option<SStr>,
     pub interval: Option<SStr>,
     pub probes: Option<Vec<SStr>>,
 }
@@ -127,6 +131,8 @@ impl<'de> Deserialize<'de> for RawMatrix {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawService {
+    /// The inventory host the service runs on (default: this one).
+    pub host: Option<SStr>,
     pub command: SStr,
     #[serde(default)]
     pub shell: bool,
@@ -156,6 +162,8 @@ pub struct RawCommandWorkload {
     /// Already checked by the kind probe; kept so `deny_unknown_fields` accepts it.
     #[allow(dead_code)]
     pub kind: SStr,
+    /// The inventory host the workload runs on (default: this one).
+    pub host: Option<SStr>,
     pub command: SStr,
     #[serde(default)]
     pub shell: bool,

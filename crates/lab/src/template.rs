@@ -2,7 +2,9 @@
 //!
 //! `{ident}` (ident = `[A-Za-z_][A-Za-z0-9_]*`) names a matrix parameter or one of the
 //! built-ins `repetition`, `trial`, `run_dir`, `port`, `perflab` (this perflab binary),
-//! `experiment_dir` (the experiment file's directory, absolute); `{{` and `}}` are
+//! `experiment_dir` (the experiment file's directory, absolute), `service_host` (the
+//! address of the service's host: its inventory address with `[service] host`, else
+//! 127.0.0.1); `{{` and `}}` are
 //! literal braces; any other `{` is left as it is, and so is `${...}`, so shell
 //! variables and awk programs pass through untouched. Templates are parsed once, when the file is read,
 //! so an unknown placeholder is an error before anything runs.
@@ -17,6 +19,7 @@ pub const BUILTINS: &[&str] = &[
     "port",
     "perflab",
     "experiment_dir",
+    "service_host",
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]

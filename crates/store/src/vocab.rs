@@ -16,6 +16,12 @@ pub const ARTIFACT_FLAMEGRAPH: &str = "flamegraph.svg";
 pub const ARTIFACT_DOCTOR: &str = "doctor.json";
 /// The tail of the service-under-test's output.
 pub const ARTIFACT_SERVICE_LOG: &str = "service.log";
+/// Where the service under test ran when it ran on another host (`[service] host`):
+/// the host, its address, the service's pid there, its port and network namespace.
+pub const ARTIFACT_SERVICE: &str = "service.json";
+/// Where a trial's telemetry was sampled when it was sampled on another host
+/// (`[monitor] host`): the host and the pid the process probe followed there.
+pub const ARTIFACT_MONITOR: &str = "monitor.json";
 /// The full HTTP load report (JSON, `perflab_load::Report`).
 pub const ARTIFACT_HTTP_REPORT: &str = "http-report.json";
 /// The full disk report (JSON).

@@ -12,7 +12,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::disk::DiskFilter;
 use crate::error::TelemetryError;
@@ -140,7 +140,7 @@ fn run(mut sampler: Sampler, interval: Duration, stop: &(Mutex<bool>, Condvar)) 
 }
 
 /// One time series of a trial.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Series {
     pub name: String,
     pub unit: String,
@@ -149,7 +149,7 @@ pub struct Series {
 }
 
 /// One per-trial figure, ready to be stored as a metric.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SummaryMetric {
     pub name: String,
     pub unit: String,
@@ -157,8 +157,9 @@ pub struct SummaryMetric {
     pub better: Better,
 }
 
-/// What a monitor recorded over a trial.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+/// What a monitor recorded over a trial (it crosses from a remote worker as JSON:
+/// `[monitor] host = "b"`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Recording {
     pub series: Vec<Series>,
     pub summaries: Vec<SummaryMetric>,

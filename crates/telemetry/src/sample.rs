@@ -360,7 +360,7 @@ fn nfs_points(out: &mut Points, n: &NfsRates) {
 }
 
 /// Which way is better for a figure (how `compare` words a difference).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Better {
     Higher,

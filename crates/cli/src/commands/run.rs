@@ -69,7 +69,8 @@ pub struct RunArgs {
     )]
     on: Vec<String>,
 
-    /// The inventory: `[[hosts]]` tables (.toml) or an Ansible INI file [default:
+    /// The inventory of `--on`, `on = [...]` and `host = "..."` in [service], [monitor]
+    /// and [workload]: `[[hosts]]` tables (.toml) or an Ansible INI file [default:
     /// hosts.toml beside the experiment, else the experiment's own [[hosts]]].
     #[arg(long, value_name = "FILE")]
     hosts: Option<PathBuf>,
@@ -79,15 +80,52 @@ pub struct RunArgs {
     accept_new_host_keys: bool,
 }
 
-/// The factory of a run on hosts: the inventory (`--hosts`, `hosts.toml` beside the
-/// experiment, or its own `[[hosts]]`), each named host checked.
-fn fleet(a: &RunArgs, exp: &Experiment) -> anyhow::Result<perflab_fleet::Fleet> {
+/// The hosts an experiment names besides `on`: (`[section]`, host).
+fn placed(exp: &Experiment) -> Vec<(&'static str, &perflab_lab::experiment::HostRef)> {
+    [
+        (
+            "service",
+            exp.service.as_ref().and_then(|s| s.host.as_ref()),
+        ),
+        (
+            "monitor",
+            exp.monitor.as_ref().and_then(|m| m.host.as_ref()),
+        ),
+        ("workload", exp.workload_host.as_ref()),
+    ]
+    .into_iter()
+    .filter_map(|(k, h)| Some((k, h?)))
+    .collect()
+}
+
+/// The factory (and opener of host sessions) of a run on hosts — `on`, or a `host` in
+/// `[service]`, `[monitor]` or `[workload]`: the inventory (`--hosts`, `hosts.toml`
+/// beside the experiment, or its own `[[hosts]]`), each named host checked.
+fn fleet(a: &RunArgs, exp: &Experiment) -> anyhow::Result<Option<perflab_fleet::Fleet>> {
     use perflab_fleet::{Inventory, Ssh};
-    if exp.service.is_some() || exp.monitor.is_some() || exp.profile.is_some() {
-        return Err(InvalidInput(
-            "on hosts, the workload runs on each host while [service], [monitor] and [profile] would run here: run them on the hosts in the workload's command, or without `on`".into(),
-        )
-        .into());
+    let placed = placed(exp);
+    if exp.on.is_empty() && placed.is_empty() {
+        return Ok(None);
+    }
+    if !exp.on.is_empty() {
+        let here = [
+            (
+                "[service]",
+                exp.service.as_ref().is_some_and(|s| s.host.is_none()),
+            ),
+            (
+                "[monitor]",
+                exp.monitor.as_ref().is_some_and(|m| m.host.is_none()),
+            ),
+            ("[profile]", exp.profile.is_some()),
+        ];
+        if let Some((section, _)) = here.iter().find(|(_, local)| *local) {
+            return Err(InvalidInput(format!(
+                "{}: with `on`, the workload runs on each host while {section} would run here: give [service] and [monitor] a host (host = \"b\"; docs/fleet.md), drop [profile], or run without `on`",
+                exp.path.display()
+            ))
+            .into());
+        }
     }
     let beside = exp.path.with_file_name("hosts.toml");
     let inventory = match &a.hosts {
@@ -102,16 +140,26 @@ fn fleet(a: &RunArgs, exp: &Experiment) -> anyhow::Result<perflab_fleet::Fleet> 
     for h in &exp.on {
         inventory.get(h).map_err(InvalidInput)?;
     }
+    for (section, h) in &placed {
+        inventory.get(&h.name).map_err(|e| {
+            InvalidInput(
+                h.error(format!("[{section}] host = {:?}: {e}", h.name))
+                    .to_string(),
+            )
+        })?;
+    }
     let scratch = std::env::temp_dir().join(format!("perflab-fleet-{}", std::process::id()));
     std::fs::create_dir_all(&scratch)?;
-    Ok(perflab_fleet::Fleet::new(
+    let mut fleet = perflab_fleet::Fleet::new(
         inventory,
         Ssh {
             accept_new_host_keys: a.accept_new_host_keys,
             ..Default::default()
         },
         scratch,
-    ))
+    );
+    fleet.workload_host = exp.workload_host.as_ref().map(|h| h.name.clone());
+    Ok(Some(fleet))
 }
 
 pub fn run(g: &Global, a: &RunArgs) -> anyhow::Result<ExitCode> {
@@ -165,11 +213,7 @@ pub fn run(g: &Global, a: &RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         exp.on_hosts(&a.on)?
     };
-    let fleet = if exp.on.is_empty() {
-        None
-    } else {
-        Some(fleet(a, &exp)?)
-    };
+    let fleet = fleet(a, &exp)?;
     let flag = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
     let progress = Progress::new(g.quiet);
     let opts = RunOptions {
@@ -178,7 +222,7 @@ pub fn run(g: &Global, a: &RunArgs) -> anyhow::Result<ExitCode> {
         ..Default::default()
     };
     let outcome = match &fleet {
-        Some(f) => runner::run_with(&exp, &store, &opts, flag, &progress, f),
+        Some(f) => runner::run_on(&exp, &store, &opts, flag, &progress, f, Some(f)),
         None => runner::run(&exp, &store, &opts, flag, &progress),
     };
     if let Some(f) = &fleet {

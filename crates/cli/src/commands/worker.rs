@@ -1,13 +1,16 @@
 //! `perflab worker` (hidden): the far end of `perflab run --on` — one trial from a JSON
 //! spec on stdin to JSON events on stdout, stopped by the end of its stdin
-//! (perflab_fleet::worker).
+//! (perflab_fleet::worker) — and of `[service] host` / `[monitor] host`: a session that
+//! runs the service under test and its monitor here until its stdin ends
+//! (perflab_fleet::session).
 
 use std::process::ExitCode;
 
 use perflab_workloads::spec::Builtin;
 
 /// Run one trial sent as JSON on stdin and answer on stdout (started over ssh by
-/// `perflab run --on`).
+/// `perflab run --on`), or serve a session (the service under test and its monitor,
+/// for `[service] host` and `[monitor] host`) until stdin ends.
 #[derive(Debug, clap::Args)]
 pub struct WorkerArgs {}
 

@@ -19,9 +19,11 @@ use crate::error::{FileError, Locator};
 use crate::raw::*;
 use crate::template::{Template, BUILTINS};
 
+mod hosts;
 mod process;
 mod sections;
 
+pub use hosts::HostRef;
 pub use process::signal_number;
 use process::{command_spec, service};
 use sections::{matrix, monitor, profile, repetitions};
@@ -56,6 +58,8 @@ impl Order {
 /// `[monitor]`: system telemetry sampled during every trial.
 #[derive(Debug, Clone)]
 pub struct MonitorConfig {
+    /// `host`: the inventory host sampled (None: this one).
+    pub host: Option<HostRef>,
     pub interval: Duration,
     pub probes: Vec<perflab_telemetry::Probe>,
 }
@@ -105,6 +109,8 @@ pub struct Param {
 /// The service under test.
 #[derive(Debug, Clone)]
 pub struct ServiceSpec {
+    /// `host`: the inventory host it runs on (None: this one).
+    pub host: Option<HostRef>,
     pub command: Template,
     pub shell: bool,
     pub files: Vec<(String, Template)>,
@@ -199,38 +205,6 @@ impl WorkloadSpec {
     }
 }
 
-/// `on = ["a", "b"]`: the host is one more dimension of the plan, `host`, last (the
-/// runner's factory sends each trial to its host).
-fn hosts_dimension(loc: &Locator, on: &[SStr], matrix: &mut Vec<Param>) -> Result<(), FileError> {
-    let at = on[0].span().start;
-    if matrix.iter().any(|p| p.name == "host") {
-        return Err(loc.at(
-            at,
-            "`on` adds the matrix parameter `host`, which [matrix] already has: rename one",
-        ));
-    }
-    let mut values = Vec::new();
-    for h in on {
-        let name = h.get_ref();
-        if name.is_empty() || name.contains(char::is_whitespace) || name.contains(',') {
-            return Err(loc.at(
-                h.span().start,
-                format!("on: host name {name:?} is not a name"),
-            ));
-        }
-        let v = serde_json::Value::String(name.clone());
-        if values.contains(&v) {
-            return Err(loc.at(h.span().start, format!("on: host {name:?} is listed twice")));
-        }
-        values.push(v);
-    }
-    matrix.push(Param {
-        name: "host".into(),
-        values,
-    });
-    Ok(())
-}
-
 /// A checked experiment.
 #[derive(Debug, Clone)]
 pub struct Experiment {
@@ -261,6 +235,9 @@ pub struct Experiment {
     pub monitor: Option<MonitorConfig>,
     pub profile: Option<ProfileConfig>,
     pub workload: WorkloadSpec,
+    /// `[workload] host`: the inventory host the workload runs on (None: this one, or
+    /// each host of `on`).
+    pub workload_host: Option<HostRef>,
     /// `[experiment.requires]`: checked by [`Experiment::missing`] before anything runs.
     pub requires: crate::raw::RawRequires,
 }
@@ -356,14 +333,18 @@ impl Experiment {
                 let raw: RawFile<RawCommandWorkload> =
                     toml::from_str(text).map_err(|e| toml_error(&loc, &e))?;
                 build(&loc, raw, |c, w| {
-                    Ok(WorkloadSpec::Command(command_spec(c, w)?))
+                    let host = hosts::host_of(&c.loc, &w.host, "workload")?;
+                    Ok((WorkloadSpec::Command(command_spec(c, w)?), host))
                 })
             }
             // Every other kind is a table of options its workload reads.
             k if KINDS.contains(&k) => {
                 let raw: RawFile<Spanned<toml::Table>> =
                     toml::from_str(text).map_err(|e| toml_error(&loc, &e))?;
-                build(&loc, raw, |c, w| crate::workload::table_spec(c, k, w))
+                build(&loc, raw, |c, mut w| {
+                    let host = hosts::take_table_host(&c.loc, &mut w)?;
+                    Ok((crate::workload::table_spec(c, k, w)?, host))
+                })
             }
             other => Err(loc.at(
                 kind.span().start,
@@ -557,11 +538,11 @@ impl Checker<'_> {
 fn build<W>(
     loc: &Locator,
     raw: RawFile<W>,
-    workload: impl FnOnce(&Checker, W) -> Result<WorkloadSpec, FileError>,
+    workload: impl FnOnce(&Checker, W) -> Result<(WorkloadSpec, Option<HostRef>), FileError>,
 ) -> Result<Experiment, FileError> {
     let mut matrix = matrix(loc, raw.matrix.unwrap_or_default())?;
     if let Some(on) = raw.experiment.on.as_ref().filter(|on| !on.is_empty()) {
-        hosts_dimension(loc, on, &mut matrix)?;
+        hosts::hosts_dimension(loc, on, &mut matrix)?;
     }
     let c = Checker {
         loc: Locator {
@@ -580,6 +561,7 @@ fn build<W>(
                     ("port", "8080"),
                     ("perflab", "perflab"),
                     ("experiment_dir", "."),
+                    ("service_host", "127.0.0.1"),
                 ]
                 .map(|(a, b)| (a.to_string(), b.to_string())),
             )
@@ -631,15 +613,31 @@ fn build<W>(
     };
     let opt_t = |s: &Option<SStr>| s.as_ref().map(|s| c.command(s, true)).transpose();
     let service = raw.service.map(|s| service(&c, s)).transpose()?;
+    let service_host = service
+        .as_ref()
+        .map(|s| s.host.as_ref().map(|h| h.name.as_str()));
     let monitor = raw
         .monitor
-        .map(|m| monitor(loc, m, service.is_some()))
+        .map(|m| monitor(loc, m, service_host))
         .transpose()?;
+    let profile_keys = raw
+        .profile
+        .as_ref()
+        .map(|p| (p.host.clone(), p.target.clone()))
+        .unwrap_or_default();
     let profile = raw
         .profile
         .map(|p| profile(loc, p, service.is_some()))
         .transpose()?;
-    let workload = workload(&c, raw.workload)?;
+    let (workload, workload_host) = workload(&c, raw.workload)?;
+    hosts::check(
+        loc,
+        e.on.as_ref().is_some_and(|on| !on.is_empty()),
+        service.as_ref(),
+        profile.as_ref(),
+        (profile_keys.0.as_ref(), profile_keys.1.as_ref()),
+        workload_host.as_ref(),
+    )?;
     if let Some(primary) = &e.primary {
         let named = workload.metric_names();
         for p in primary {
@@ -682,5 +680,6 @@ fn build<W>(
         monitor,
         profile,
         workload,
+        workload_host,
     })
 }

@@ -69,11 +69,21 @@ pub(super) fn service(c: &Checker, s: RawService) -> Result<ServiceSpec, FileErr
             Ok((name.clone(), c.template(body)?))
         })
         .collect::<Result<_, _>>()?;
+    let host = super::hosts::host_of(&c.loc, &s.host, "service")?;
+    // CPUs of another host are checked there, when the service starts.
+    let cpus = match (&s.cpus, &host) {
+        (None, _) => None,
+        (Some(x), None) => Some(c.cpus(x)?),
+        (Some(x), Some(_)) => {
+            Some(CpuSet::parse(x.get_ref()).map_err(|e| c.loc.at(x.span().start, e))?)
+        }
+    };
     Ok(ServiceSpec {
+        host,
         command: c.command(&s.command, s.shell)?,
         shell: s.shell,
         files,
-        cpus: s.cpus.as_ref().map(|x| c.cpus(x)).transpose()?,
+        cpus,
         env: c.env(&s.env)?,
         cwd: s.cwd.as_ref().map(|x| c.template(x)).transpose()?,
         ready,

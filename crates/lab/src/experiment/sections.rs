@@ -72,12 +72,21 @@ pub(super) fn profile(
     })
 }
 
+/// `[monitor]`. `service_host` is where the service runs (None: no service; Some(None):
+/// this machine): the process probe follows the service only where it is sampled.
 pub(super) fn monitor(
     loc: &Locator,
     m: RawMonitor,
-    has_service: bool,
+    service_host: Option<Option<&str>>,
 ) -> Result<MonitorConfig, FileError> {
     use perflab_telemetry::Probe;
+    let host = super::hosts::host_of(loc, &m.host, "monitor")?;
+    let here = host.as_ref().map(|h| h.name.as_str());
+    let has_service = service_host == Some(here);
+    let elsewhere = |s: Option<&str>| match s {
+        Some(h) => format!("host {h:?}"),
+        None => "this machine".to_string(),
+    };
     let interval = match &m.interval {
         None => Duration::from_secs(1),
         Some(i) => perflab_telemetry::parse_interval(i.get_ref()).map_err(|e| {
@@ -107,7 +116,14 @@ pub(super) fn monitor(
                 if probe.contains(&Probe::Process) && !has_service {
                     return Err(loc.at(
                         p.span().start,
-                        "the process probe follows the service under test, and this experiment has no [service]",
+                        match service_host {
+                            None => "the process probe follows the service under test, and this experiment has no [service]".to_string(),
+                            Some(s) => format!(
+                                "the process probe follows the service under test, which runs on {} while [monitor] samples {}: give [monitor] the service's host",
+                                elsewhere(s),
+                                elsewhere(here)
+                            ),
+                        },
                     ));
                 }
                 out.extend(probe);
@@ -115,7 +131,11 @@ pub(super) fn monitor(
             out
         }
     };
-    Ok(MonitorConfig { interval, probes })
+    Ok(MonitorConfig {
+        host,
+        interval,
+        probes,
+    })
 }
 
 pub(super) fn repetitions(

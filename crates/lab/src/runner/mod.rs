@@ -21,8 +21,10 @@ use perflab_workloads::Measurement;
 
 use crate::experiment::{Experiment, Order, WorkloadSpec};
 use crate::plan::{self, Config, PlannedTrial};
-use crate::service::{free_port, RunningService};
+use crate::service::free_port;
+use crate::site::{Site, Sites};
 
+mod placed;
 mod trial;
 
 /// Errors that stop a run from starting or continuing.
@@ -98,6 +100,33 @@ pub fn run_with(
     obs: &dyn Observer,
     factory: &dyn WorkloadFactory,
 ) -> Result<RunOutcome, RunError> {
+    run_on(exp, store, opts, interrupted, obs, factory, None)
+}
+
+/// [`run_with`], and `sites` opens the sessions with the hosts the experiment's
+/// `[service] host` and `[monitor] host` name (crate fleet, over ssh).
+pub fn run_on(
+    exp: &Experiment,
+    store: &Store,
+    opts: &RunOptions,
+    interrupted: Arc<AtomicBool>,
+    obs: &dyn Observer,
+    factory: &dyn WorkloadFactory,
+    sites: Option<&dyn Sites>,
+) -> Result<RunOutcome, RunError> {
+    let placed = [
+        exp.service.as_ref().and_then(|s| s.host.as_ref()),
+        exp.monitor.as_ref().and_then(|m| m.host.as_ref()),
+    ];
+    if let (Some(h), None) = (placed.iter().flatten().next(), sites) {
+        return Err(RunError::Refused(
+            h.error(format!(
+                "host {:?}: this run has no inventory of hosts to find it in",
+                h.name
+            ))
+            .to_string(),
+        ));
+    }
     let _ = perflab_workloads::tree::become_subreaper();
     let host = crate::env::host();
     let configs = plan::configs(exp);
@@ -201,6 +230,8 @@ pub fn run_with(
         interrupted,
         obs,
         service: None,
+        sites,
+        sessions: BTreeMap::new(),
         factory,
         doctor: crate::doctor::TrialDoctor::live(),
         ok: 0,
@@ -297,7 +328,11 @@ struct Runner<'a> {
     config_ids: Vec<i64>,
     interrupted: Arc<AtomicBool>,
     obs: &'a dyn Observer,
-    service: Option<RunningService>,
+    service: Option<placed::Service>,
+    /// Opens sessions with the hosts of `[service] host` and `[monitor] host`.
+    sites: Option<&'a dyn Sites>,
+    /// One session per host, for the whole run.
+    sessions: BTreeMap<String, Box<dyn Site>>,
     /// Builds each trial's workload from its spec.
     factory: &'a dyn WorkloadFactory,
     /// Doctor observations around each recorded trial's workload.
@@ -345,6 +380,7 @@ impl Runner<'_> {
         v.insert("port".into(), self.port.to_string());
         v.insert("perflab".into(), perflab_exe());
         v.insert("experiment_dir".into(), experiment_dir(&self.exp.path));
+        v.insert("service_host".into(), self.service_host());
         v
     }
 
@@ -379,6 +415,7 @@ impl Runner<'_> {
         }
         let mut sink = Measurement::default();
         self.stop_service(&mut sink);
+        self.close_sites();
         if let (Some(td), Some(t)) = (&self.exp.teardown, first) {
             let vars = self.vars(&t);
             if let Err(e) = self.hook(trial::Hook::Teardown, &td.render(&vars)) {

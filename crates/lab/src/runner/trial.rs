@@ -1,5 +1,5 @@
 //! One trial of a run: its service, hooks, attachments (monitor, profile, doctor) and
-//! workload. The workload is built from the trial as data ([`TrialSpec`]) by the
+//! workload (where the service and monitor run: `placed`). The workload is built from the trial as data ([`TrialSpec`]) by the
 //! runner's [`WorkloadFactory`](perflab_workloads::spec::WorkloadFactory) — the seam a
 //! fake workload (crates/lab/tests) and a remote worker use (docs/architecture.md).
 
@@ -18,7 +18,7 @@ use perflab_workloads::{Measurement, TrialContext, WorkloadError};
 use super::{Done, Runner};
 use crate::experiment::WorkloadSpec;
 use crate::plan::PlannedTrial;
-use crate::service::{argv, RunningService};
+use crate::service::argv;
 
 /// The experiment's four hooks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,21 +41,6 @@ impl Hook {
 }
 
 impl Runner<'_> {
-    pub(super) fn stop_service(&mut self, m: &mut Measurement) {
-        if let Some(mut s) = self.service.take() {
-            if let Some(spec) = &self.exp.service {
-                s.stop(spec);
-            }
-            let log = s.log();
-            let bytes = log.as_bytes();
-            m.artifacts.push(ArtifactData {
-                name: perflab_store::vocab::ARTIFACT_SERVICE_LOG.into(),
-                media_type: "text/plain".into(),
-                content: bytes[bytes.len().saturating_sub(256 << 10)..].to_vec(),
-            });
-        }
-    }
-
     fn fail(msg: String, m: Measurement) -> Done {
         Done {
             status: TrialStatus::Failed,
@@ -65,24 +50,26 @@ impl Runner<'_> {
     }
 
     pub(super) fn trial(&mut self, t: &PlannedTrial) -> Done {
-        let vars = self.vars(t);
-        // The service for this config.
+        let mut vars = self.vars(t);
+        // The service for this config, here or on its host.
         if let Some(spec) = &self.exp.service {
-            if self.service.as_ref().is_some_and(|s| s.config != t.config) {
+            if self
+                .service
+                .as_ref()
+                .is_some_and(|s| s.config() != t.config)
+            {
                 let mut sink = Measurement::default();
                 self.stop_service(&mut sink);
             }
             if self.service.is_none() {
-                match RunningService::start(spec, &vars, &self.run_dir, t.config, t.ordinal) {
-                    Ok(s) => self.service = Some(s),
-                    Err(e) => {
-                        return Self::fail(
-                            format!("service did not start: {e}"),
-                            Measurement::default(),
-                        )
-                    }
+                if let Err(e) = self.start_service(spec, &vars, t) {
+                    return Self::fail(
+                        format!("service did not start: {e}"),
+                        Measurement::default(),
+                    );
                 }
             }
+            self.service_vars(&mut vars);
         }
         if let Some(p) = &self.exp.prepare {
             if let Err(e) = self.hook(Hook::Prepare, &p.render(&vars)) {
@@ -95,11 +82,11 @@ impl Runner<'_> {
         };
         let monitor = self.start_monitor(&spec);
         let profiler = self.start_profile(&spec);
-        let pid = self.service.as_ref().map(|s| s.pid());
+        let pid = self.service.as_ref().and_then(|s| s.local_pid());
         let watch = spec.attachments.doctor.then(|| self.doctor.start(pid));
         let result = self.workload(&spec);
         let doctor = watch.and_then(|w| self.doctor.finish(w, self.obs));
-        let recording = monitor.map(|m| m.stop());
+        let recording = monitor.and_then(|m| self.stop_monitor(m));
         let profile = profiler.map(|p| p.stop());
         let mut done = match result {
             Ok(m) => Done {
@@ -115,9 +102,11 @@ impl Runner<'_> {
             Err(WorkloadError::Failed { message, partial }) => Self::fail(message, *partial),
             Err(WorkloadError::Setup(e)) => Self::fail(e, Measurement::default()),
         };
-        if let Some(rec) = recording {
+        if let Some((rec, tag)) = recording {
             add_recording(&mut done.m, rec);
+            done.m.artifacts.extend(tag);
         }
+        done.m.artifacts.extend(self.service_artifact());
         done.m.artifacts.extend(doctor);
         match profile {
             Some(Ok(p)) => add_profile(
@@ -131,16 +120,14 @@ impl Runner<'_> {
             None => {}
         }
         if done.status != TrialStatus::Interrupted && !self.is_interrupted() {
-            if let Some(s) = self.service.as_mut() {
-                if let Err(e) = s.check_alive() {
-                    let prior = done
-                        .error
-                        .take()
-                        .map(|p| format!(" (the workload said: {p})"))
-                        .unwrap_or_default();
-                    done.status = TrialStatus::Failed;
-                    done.error = Some(format!("{e}{prior}"));
-                }
+            if let Err(e) = self.check_service() {
+                let prior = done
+                    .error
+                    .take()
+                    .map(|p| format!(" (the workload said: {p})"))
+                    .unwrap_or_default();
+                done.status = TrialStatus::Failed;
+                done.error = Some(format!("{e}{prior}"));
             }
         }
         if let Some(c) = &self.exp.cleanup {
@@ -154,33 +141,12 @@ impl Runner<'_> {
         done
     }
 
-    /// Starts `[monitor]` sampling for a trial (following the service's process).
-    fn start_monitor(&self, spec: &TrialSpec) -> Option<perflab_telemetry::MonitorHandle> {
-        use perflab_telemetry::{Monitor, MonitorSpec, Probe};
-        let cfg = spec.attachments.monitor.as_ref()?;
-        let started = Probe::parse_list(&cfg.probes).and_then(|probes| {
-            let follow = probes.contains(&Probe::Process);
-            let mut m = MonitorSpec::new(Duration::from_secs_f64(cfg.interval_s), probes);
-            if follow {
-                m.pid = self.service.as_ref().map(|s| s.pid());
-            }
-            Monitor::start(m)
-        });
-        match started {
-            Ok(h) => Some(h),
-            Err(e) => {
-                self.obs
-                    .warn(&format!("monitor not started for this trial: {e}"));
-                None
-            }
-        }
-    }
-
     /// Starts `[profile]` recording when the trial carries one.
     fn start_profile(&self, spec: &TrialSpec) -> Option<perflab_profile::Running> {
         let cfg = spec.attachments.profile.as_ref()?;
-        let target = match (&self.service, cfg.service) {
-            (Some(s), true) => perflab_profile::Target::Pid(s.pid()),
+        let pid = self.service.as_ref().and_then(|s| s.local_pid());
+        let target = match (pid, cfg.service) {
+            (Some(pid), true) => perflab_profile::Target::Pid(pid),
             _ => perflab_profile::Target::System,
         };
         let p = perflab_profile::ProfileSpec {
@@ -232,7 +198,7 @@ impl Runner<'_> {
                 allow_failure: c.allow_failure,
                 metrics: c.metrics.clone(),
                 leftovers: c.leftovers,
-                exclude_pids: self.service.iter().map(|s| s.pid()).collect(),
+                exclude_pids: self.service.iter().filter_map(|s| s.local_pid()).collect(),
             }),
             w @ (WorkloadSpec::Http(table)
             | WorkloadSpec::Scimark(table)
@@ -307,7 +273,7 @@ impl Runner<'_> {
         };
         // What the hook leaves behind is killed — but never the service under test, which
         // is perflab's child too (a `prepare` between its start and the workload).
-        let service: Vec<i32> = self.service.iter().map(|s| s.pid()).collect();
+        let service: Vec<i32> = self.service.iter().filter_map(|s| s.local_pid()).collect();
         let r = run_tree(cmd, &ctx, Leftovers::Kill, &service).map_err(|e| e.to_string())?;
         if r.interrupted {
             return Err("interrupted".into());

@@ -1,0 +1,183 @@
+//! The controller's side of a session: one `ssh HOST perflab worker` kept open, a
+//! request written per line, each answer awaited with a bound. The ssh client runs in
+//! a process group of its own, so a Ctrl-C at the terminal reaches only perflab, which
+//! then stops the remote service in order and gets its log back; if perflab itself
+//! dies, the ssh client reads the end of its stdin and the host stops everything.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use perflab_lab::site::{ServiceRequest, ServiceStarted, Site};
+use perflab_telemetry::Recording;
+use perflab_workloads::spec::MonitorAttachment;
+
+use super::{Reply, Request};
+use crate::inventory::Host;
+use crate::ssh::Ssh;
+
+/// The time an answer may take beyond the work itself (the connection, a slow host).
+const SLACK: Duration = Duration::from_secs(30);
+
+/// An open session with perflab on a host.
+pub struct HostSession {
+    host: String,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+    /// The tail of ssh's and the worker's stderr, for messages.
+    errors: Arc<Mutex<String>>,
+    /// The grace of the service running here (the hang-up waits that long for it).
+    grace: Duration,
+}
+
+impl HostSession {
+    /// Starts `perflab worker` on `host` (the binary `perflab` there).
+    pub fn open(ssh: &Ssh, host: &Host, perflab: &str) -> Result<HostSession, String> {
+        let mut child = ssh
+            .script(host, &format!("exec {perflab} worker"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .map_err(|e| format!("cannot run {}: {e}", ssh.program))?;
+        let (tx, lines) = mpsc::channel();
+        let stdout = child.stdout.take().expect("piped stdout");
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let errors = Arc::new(Mutex::new(String::new()));
+        let mut stderr = child.stderr.take().expect("piped stderr");
+        let sink = errors.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stderr.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                let mut s = sink.lock().unwrap_or_else(|e| e.into_inner());
+                s.push_str(&String::from_utf8_lossy(&buf[..n]));
+                if s.len() > 16 << 10 {
+                    let cut = s.len() - (8 << 10);
+                    let cut = (cut..s.len()).find(|i| s.is_char_boundary(*i)).unwrap_or(0);
+                    s.drain(..cut);
+                }
+            }
+        });
+        Ok(HostSession {
+            host: format!("{} ({})", host.name, host.address()),
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            errors,
+            grace: Duration::from_secs(5),
+        })
+    }
+
+    /// Why the session ended, from its stderr's last line.
+    fn ended(&mut self) -> String {
+        // Give ssh a moment to write its last words and exit.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let err = self.errors.lock().unwrap_or_else(|e| e.into_inner());
+        let last = err.lines().rev().find(|l| !l.trim().is_empty());
+        format!(
+            "the session with {} ended{}",
+            self.host,
+            last.map(|l| format!(": {}", l.trim())).unwrap_or_default()
+        )
+    }
+
+    /// Sends `req` and waits up to `work` + [`SLACK`] for its answer.
+    fn ask(&mut self, req: &Request, work: Duration) -> Result<Reply, String> {
+        let mut line = serde_json::to_string(req).map_err(|e| e.to_string())?;
+        line.push('\n');
+        let sent = match self.stdin.as_mut() {
+            Some(s) => s.write_all(line.as_bytes()).and_then(|_| s.flush()),
+            None => return Err(format!("the session with {} is closed", self.host)),
+        };
+        if sent.is_err() {
+            return Err(self.ended());
+        }
+        let limit = work + SLACK;
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(text) => match serde_json::from_str::<Reply>(&text) {
+                    Ok(Reply::Failed { message }) => return Err(message),
+                    Ok(r) => return Ok(r),
+                    // Not ours (a login banner on stdout): ignored.
+                    Err(_) => {}
+                },
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    return Err(format!("{}: no answer within {limit:?}", self.host))
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Err(self.ended()),
+            }
+        }
+    }
+
+    fn unexpected(&self, r: Reply) -> String {
+        format!("{}: an answer out of turn: {r:?}", self.host)
+    }
+}
+
+impl Site for HostSession {
+    fn start_service(&mut self, req: &ServiceRequest) -> Result<ServiceStarted, String> {
+        self.grace = Duration::from_secs_f64(req.grace_s.clamp(0.0, 3600.0));
+        let work = Duration::from_secs_f64(req.ready_timeout_s.clamp(0.0, 24.0 * 3600.0));
+        match self.ask(&Request::Service(req.clone()), work + self.grace)? {
+            Reply::Ready { service } => Ok(service),
+            r => Err(self.unexpected(r)),
+        }
+    }
+
+    fn check_service(&mut self) -> Result<(), String> {
+        match self.ask(&Request::CheckService, Duration::ZERO)? {
+            Reply::Alive => Ok(()),
+            r => Err(self.unexpected(r)),
+        }
+    }
+
+    fn stop_service(&mut self) -> Result<String, String> {
+        match self.ask(&Request::StopService, self.grace)? {
+            Reply::Stopped { log } => Ok(log),
+            r => Err(self.unexpected(r)),
+        }
+    }
+
+    fn start_monitor(&mut self, monitor: &MonitorAttachment) -> Result<(), String> {
+        match self.ask(&Request::Monitor(monitor.clone()), Duration::ZERO)? {
+            Reply::Monitoring => Ok(()),
+            r => Err(self.unexpected(r)),
+        }
+    }
+
+    fn stop_monitor(&mut self) -> Result<Recording, String> {
+        match self.ask(&Request::StopMonitor, Duration::ZERO)? {
+            Reply::Recording { recording } => Ok(recording),
+            r => Err(self.unexpected(r)),
+        }
+    }
+}
+
+impl Drop for HostSession {
+    /// Ends the session: stdin closed (the host stops what it runs for it, within its
+    /// grace), then the ssh client killed if it has not gone by then.
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        crate::remote::hang_up(&mut self.child, self.grace + Duration::from_secs(5));
+    }
+}

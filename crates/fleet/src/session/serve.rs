@@ -1,0 +1,280 @@
+//! The worker's side of a session: requests from stdin, one at a time, each answered
+//! on stdout; at the end of stdin everything started is stopped (see the module above).
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+
+use perflab_lab::experiment::ServiceSpec;
+use perflab_lab::service::RunningService;
+use perflab_lab::site::ServiceStarted;
+use perflab_telemetry::MonitorHandle;
+
+use super::{Reply, Request};
+
+/// What this end of a session runs.
+struct Here {
+    dir: PathBuf,
+    service: Option<(ServiceSpec, RunningService)>,
+    monitor: Option<MonitorHandle>,
+}
+
+impl Here {
+    fn handle(&mut self, req: Request) -> Reply {
+        let failed = |message: String| Reply::Failed { message };
+        match req {
+            Request::Service(r) => {
+                self.stop_service();
+                match r.start_here(&self.dir) {
+                    Ok((spec, svc, port)) => {
+                        let pid = svc.pid();
+                        self.service = Some((spec, svc));
+                        Reply::Ready {
+                            service: ServiceStarted {
+                                pid,
+                                port,
+                                netns: std::fs::read_link(format!("/proc/{pid}/ns/net"))
+                                    .ok()
+                                    .map(|p| p.display().to_string()),
+                            },
+                        }
+                    }
+                    Err(e) => failed(e),
+                }
+            }
+            Request::CheckService => match &mut self.service {
+                None => failed("no service runs in this session".into()),
+                Some((_, s)) => match s.check_alive() {
+                    Ok(()) => Reply::Alive,
+                    Err(e) => failed(e),
+                },
+            },
+            Request::StopService => match self.stop_service() {
+                Some(log) => Reply::Stopped { log },
+                None => failed("no service runs in this session".into()),
+            },
+            Request::Monitor(m) => {
+                // A monitor left from an earlier trial is thrown away.
+                self.monitor = None;
+                let pid = self.service.as_ref().map(|(_, s)| s.pid());
+                match perflab_lab::site::start_monitor(&m, pid) {
+                    Ok(h) => {
+                        self.monitor = Some(h);
+                        Reply::Monitoring
+                    }
+                    Err(e) => failed(e),
+                }
+            }
+            Request::StopMonitor => match self.monitor.take() {
+                Some(h) => Reply::Recording {
+                    recording: h.stop(),
+                },
+                None => failed("no monitor runs in this session".into()),
+            },
+        }
+    }
+
+    /// Stops the service, if one runs; the last 256 KiB of its log (what a local
+    /// trial keeps).
+    fn stop_service(&mut self) -> Option<String> {
+        let (spec, mut svc) = self.service.take()?;
+        svc.stop(&spec);
+        let mut log = svc.log();
+        let _ = std::fs::remove_file(&svc.log_path);
+        let mut cut = log.len().saturating_sub(256 << 10);
+        while !log.is_char_boundary(cut) {
+            cut += 1;
+        }
+        log.drain(..cut);
+        Some(log)
+    }
+}
+
+fn send(out: &mut impl Write, r: &Reply) -> std::io::Result<()> {
+    let mut line = serde_json::to_string(r).map_err(std::io::Error::other)?;
+    line.push('\n');
+    out.write_all(line.as_bytes())?;
+    out.flush()
+}
+
+/// Serves a session whose first request, already read, is `first`; then reads the
+/// rest of `input` until its end, answers on `out`, stops what it started and returns
+/// the exit status (0).
+pub fn serve(first: Request, mut input: impl BufRead, mut out: impl Write, scratch: &Path) -> i32 {
+    let dir = scratch.join(format!("session-{}", std::process::id()));
+    let mut here = Here {
+        dir: dir.clone(),
+        service: None,
+        monitor: None,
+    };
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        let _ = send(
+            &mut out,
+            &Reply::Failed {
+                message: format!("{}: {e}", dir.display()),
+            },
+        );
+        return 1;
+    }
+    let mut next = Some(first);
+    loop {
+        let req = match next.take() {
+            Some(r) => r,
+            None => {
+                let mut line = String::new();
+                match input.read_line(&mut line) {
+                    // The end of stdin: the controller is done, or gone.
+                    Ok(0) | Err(_) => break,
+                    Ok(_) if line.trim().is_empty() => continue,
+                    Ok(_) => match serde_json::from_str(&line) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            let bad = Reply::Failed {
+                                message: format!("not a session request: {e}"),
+                            };
+                            if send(&mut out, &bad).is_err() {
+                                break;
+                            }
+                            continue;
+                        }
+                    },
+                }
+            }
+        };
+        let reply = here.handle(req);
+        if send(&mut out, &reply).is_err() {
+            // Nobody listens any more: stop as at the end of stdin.
+            break;
+        }
+    }
+    drop(here.monitor.take());
+    here.stop_service();
+    let _ = std::fs::remove_dir_all(&dir);
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use perflab_lab::site::{ReadyRequest, ServiceRequest};
+    use perflab_workloads::spec::MonitorAttachment;
+    use std::collections::BTreeMap;
+
+    fn service(command: &str) -> ServiceRequest {
+        ServiceRequest {
+            command: command.into(),
+            shell: false,
+            files: vec![],
+            cpus: None,
+            env: vec![],
+            cwd: None,
+            ready: ReadyRequest::Log("ready".into()),
+            ready_timeout_s: 5.0,
+            stop_signal: libc::SIGTERM,
+            grace_s: 2.0,
+            vars: BTreeMap::new(),
+            config: 0,
+            trial: 1,
+        }
+    }
+
+    fn replies(out: &[u8]) -> Vec<Reply> {
+        String::from_utf8_lossy(out)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    fn alive(pid: i32) -> bool {
+        // SAFETY: signal 0 only asks whether the pid exists.
+        unsafe { libc::kill(pid, 0) == 0 }
+    }
+
+    #[test]
+    fn a_session_starts_samples_and_stops_its_service() {
+        let dir = tempfile::tempdir().unwrap();
+        let monitor = MonitorAttachment {
+            interval_s: 0.05,
+            probes: vec!["cpu".into(), "process".into()],
+        };
+        let rest: String = [
+            serde_json::to_string(&Request::Monitor(monitor)).unwrap(),
+            serde_json::to_string(&Request::CheckService).unwrap(),
+            serde_json::to_string(&Request::StopMonitor).unwrap(),
+            serde_json::to_string(&Request::StopService).unwrap(),
+            "{nonsense".into(),
+        ]
+        .join("\n")
+            + "\n";
+        let mut out = Vec::new();
+        let first = Request::Service(service("sh -c 'echo ready on {port}; exec sleep 30'"));
+        let code = serve(
+            first,
+            std::io::Cursor::new(rest.into_bytes()),
+            &mut out,
+            dir.path(),
+        );
+        assert_eq!(code, 0);
+        let r = replies(&out);
+        let Reply::Ready { service } = &r[0] else {
+            panic!("{r:?}")
+        };
+        assert!(service.netns.as_deref().unwrap().starts_with("net:["));
+        assert_eq!(r[1], Reply::Monitoring);
+        assert_eq!(r[2], Reply::Alive);
+        let Reply::Recording { recording } = &r[3] else {
+            panic!("{r:?}")
+        };
+        assert!(recording.series("cpu.user_pct").is_some() || !recording.series.is_empty());
+        let Reply::Stopped { log } = &r[4] else {
+            panic!("{r:?}")
+        };
+        assert!(log.contains(&format!("ready on {}", service.port)), "{log}");
+        assert!(matches!(&r[5], Reply::Failed { .. }));
+        assert!(!alive(service.pid));
+        // The scratch directory went with the session.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn the_end_of_stdin_stops_the_service() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut out = Vec::new();
+        // A service that ignores SIGTERM: killed with its group after the grace.
+        let first = Request::Service(service(
+            "sh -c 'trap \"\" TERM; echo ready; sleep 30 & wait'",
+        ));
+        let t = std::time::Instant::now();
+        serve(
+            first,
+            std::io::Cursor::new(Vec::new()),
+            &mut out,
+            dir.path(),
+        );
+        let Reply::Ready { service } = &replies(&out)[0] else {
+            panic!("{out:?}")
+        };
+        assert!(!alive(service.pid));
+        assert!(t.elapsed() < std::time::Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_service_that_is_not_ready_is_a_failed_reply() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut out = Vec::new();
+        let mut req = service("sh -c 'echo nope; exit 3'");
+        req.ready_timeout_s = 1.0;
+        serve(
+            Request::Service(req),
+            std::io::Cursor::new(Vec::new()),
+            &mut out,
+            dir.path(),
+        );
+        let Reply::Failed { message } = &replies(&out)[0] else {
+            panic!("{out:?}")
+        };
+        assert!(
+            message.contains("exited") && message.contains("nope"),
+            "{message}"
+        );
+    }
+}

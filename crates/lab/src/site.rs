@@ -1,0 +1,276 @@
+//! Where a trial's service and monitor run: here, or on an inventory host
+//! (`[service] host = "b"`, `[monitor] host = "b"`; docs/fleet.md).
+//!
+//! The lab cannot reach other hosts itself — crate fleet does, over ssh, and depends on
+//! this crate — so the runner speaks to a host through two small traits: [`Sites`]
+//! opens a [`Site`], one session with perflab on one host, and the session starts,
+//! checks and stops the service and the monitor there.
+//!
+//! What crosses is data, and the far end runs it with the code a local trial uses:
+//! - a [`ServiceRequest`] is the `[service]` table as written (its templates' sources)
+//!   with the trial's values, rendered *on the host* — so `{run_dir}` and `{perflab}`
+//!   name the host's own directory and binary, and `{port}` a port free there — and
+//!   started there by [`RunningService`](crate::service::RunningService), in its own
+//!   process group, with its log file and readiness check, as here;
+//! - a monitor is the trial's [`MonitorAttachment`], started by [`start_monitor`] (the
+//!   function the runner calls for a local monitor) following the service's pid as the
+//!   host sees it, and its [`Recording`] comes back whole, to be stored as a local one is.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use perflab_telemetry::{Monitor, MonitorHandle, MonitorSpec, Probe, Recording};
+use perflab_workloads::cpuset::CpuSet;
+use perflab_workloads::spec::MonitorAttachment;
+use serde::{Deserialize, Serialize};
+
+use crate::experiment::{Ready, ServiceSpec};
+use crate::service::RunningService;
+use crate::template::Template;
+
+/// Opens sessions with hosts (crate fleet: one ssh connection each).
+pub trait Sites {
+    /// The address a workload reaches `host` at (`{service_host}`).
+    fn address(&self, host: &str) -> Result<String, String>;
+    /// A session with perflab on `host`.
+    fn open(&self, host: &str) -> Result<Box<dyn Site>, String>;
+}
+
+/// One session with perflab on a host. Dropping it ends the session, and the host
+/// stops whatever it still runs for it.
+pub trait Site {
+    /// Starts the service and waits until it is ready (a service already running for
+    /// this session is stopped first).
+    fn start_service(&mut self, req: &ServiceRequest) -> Result<ServiceStarted, String>;
+    /// Ok while the service runs; why not (its exit and log tail) once it has ended.
+    fn check_service(&mut self) -> Result<(), String>;
+    /// Stops the service (its stop signal, SIGKILL after the grace) and returns its log.
+    fn stop_service(&mut self) -> Result<String, String>;
+    /// Starts sampling; the process probe follows this session's service.
+    fn start_monitor(&mut self, monitor: &MonitorAttachment) -> Result<(), String>;
+    /// Stops sampling and returns what was recorded.
+    fn stop_monitor(&mut self) -> Result<Recording, String>;
+}
+
+/// How a service tells it is ready, as data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadyRequest {
+    Started,
+    Tcp(String),
+    Http(String),
+    Log(String),
+}
+
+/// `[service]` of one trial, as written, with the values its templates take.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServiceRequest {
+    pub command: String,
+    pub shell: bool,
+    pub files: Vec<(String, String)>,
+    pub cpus: Option<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<String>,
+    pub ready: ReadyRequest,
+    pub ready_timeout_s: f64,
+    pub stop_signal: i32,
+    pub grace_s: f64,
+    /// The trial's template values; the host replaces `run_dir`, `perflab` and `port`
+    /// with its own.
+    pub vars: BTreeMap<String, String>,
+    /// The config (0-based) and trial it starts for (the log file's name).
+    pub config: usize,
+    pub trial: u32,
+}
+
+/// A service started on a host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServiceStarted {
+    /// Its pid as the host sees it.
+    pub pid: i32,
+    /// `{port}` as rendered there.
+    pub port: u16,
+    /// Its network namespace (`readlink /proc/PID/ns/net` there), when readable.
+    pub netns: Option<String>,
+}
+
+impl ServiceSpec {
+    /// The request that starts this service for a trial with `vars`.
+    pub fn request(
+        &self,
+        vars: &BTreeMap<String, String>,
+        config: usize,
+        trial: u32,
+    ) -> ServiceRequest {
+        let src = |t: &Template| t.source().to_string();
+        ServiceRequest {
+            command: src(&self.command),
+            shell: self.shell,
+            files: self
+                .files
+                .iter()
+                .map(|(n, t)| (n.clone(), src(t)))
+                .collect(),
+            cpus: self.cpus.as_ref().map(|c| c.to_string()),
+            env: self.env.iter().map(|(k, t)| (k.clone(), src(t))).collect(),
+            cwd: self.cwd.as_ref().map(src),
+            ready: match &self.ready {
+                Ready::Started => ReadyRequest::Started,
+                Ready::Tcp(t) => ReadyRequest::Tcp(src(t)),
+                Ready::Http(t) => ReadyRequest::Http(src(t)),
+                Ready::Log(r) => ReadyRequest::Log(r.as_str().to_string()),
+            },
+            ready_timeout_s: self.ready_timeout.as_secs_f64(),
+            stop_signal: self.stop_signal,
+            grace_s: self.grace.as_secs_f64(),
+            vars: vars.clone(),
+            config,
+            trial,
+        }
+    }
+}
+
+impl ServiceRequest {
+    /// The service spec again (templates parsed back, CPUs checked on this host).
+    pub fn spec(&self) -> Result<ServiceSpec, String> {
+        let t = |s: &str| Template::parse(s, &|_| true).map_err(|u| u.name);
+        let secs = |s: f64, what: &str| {
+            Duration::try_from_secs_f64(s).map_err(|e| format!("service {what}: {e}"))
+        };
+        let cpus = self
+            .cpus
+            .as_deref()
+            .map(|c| {
+                let set = CpuSet::parse(c)?;
+                set.check_online()?;
+                Ok::<_, String>(set)
+            })
+            .transpose()
+            .map_err(|e| format!("[service] cpus: {e}"))?;
+        Ok(ServiceSpec {
+            host: None,
+            command: t(&self.command)?,
+            shell: self.shell,
+            files: self
+                .files
+                .iter()
+                .map(|(n, b)| Ok((n.clone(), t(b)?)))
+                .collect::<Result<_, String>>()?,
+            cpus,
+            env: self
+                .env
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), t(v)?)))
+                .collect::<Result<_, String>>()?,
+            cwd: self.cwd.as_deref().map(t).transpose()?,
+            ready: match &self.ready {
+                ReadyRequest::Started => Ready::Started,
+                ReadyRequest::Tcp(s) => Ready::Tcp(t(s)?),
+                ReadyRequest::Http(s) => Ready::Http(t(s)?),
+                ReadyRequest::Log(r) => {
+                    Ready::Log(regex::Regex::new(r).map_err(|e| format!("ready.log: {e}"))?)
+                }
+            },
+            ready_timeout: secs(self.ready_timeout_s, "ready timeout")?,
+            stop_signal: self.stop_signal,
+            grace: secs(self.grace_s, "grace")?,
+        })
+    }
+
+    /// Starts the service here, in `dir`, as the far end of a [`Site`]: the request's
+    /// values with this host's `run_dir`, `perflab` and a `port` free here.
+    pub fn start_here(&self, dir: &Path) -> Result<(ServiceSpec, RunningService, u16), String> {
+        let spec = self.spec()?;
+        let port =
+            crate::service::free_port().map_err(|e| format!("cannot find a free port: {e}"))?;
+        let mut vars = self.vars.clone();
+        vars.insert("run_dir".into(), dir.display().to_string());
+        vars.insert("perflab".into(), crate::runner::perflab_exe());
+        vars.insert("port".into(), port.to_string());
+        let svc = RunningService::start(&spec, &vars, dir, self.config, self.trial)?;
+        Ok((spec, svc, port))
+    }
+}
+
+/// Starts a trial's monitor, the process probe following `service` (a pid on this
+/// host) — for a local monitor (the runner) and a remote one (the worker) alike.
+pub fn start_monitor(
+    cfg: &MonitorAttachment,
+    service: Option<i32>,
+) -> Result<MonitorHandle, String> {
+    let probes = Probe::parse_list(&cfg.probes).map_err(|e| e.to_string())?;
+    let follow = probes.contains(&Probe::Process);
+    let mut m = MonitorSpec::new(Duration::from_secs_f64(cfg.interval_s), probes);
+    if follow {
+        m.pid = service;
+    }
+    Monitor::start(m).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Experiment;
+
+    #[test]
+    fn a_service_request_carries_the_table_as_written() {
+        let exp = Experiment::parse(
+            Path::new("e.toml"),
+            "[experiment]\nname = \"x\"\n\n[service]\nhost = \"b\"\ncommand = \"{perflab} serve --port {port} {run_dir}\"\nfiles.\"a.conf\" = \"listen {port};\"\nready = { http = \"http://{service_host}:{port}/\", timeout = \"3s\" }\nstop_signal = \"INT\"\n\n[workload]\nkind = \"command\"\ncommand = \"true\"\n",
+        )
+        .unwrap();
+        let spec = exp.service.unwrap();
+        assert_eq!(spec.host.as_ref().unwrap().name, "b");
+        assert_eq!(spec.host.as_ref().unwrap().line, 5);
+        let vars: BTreeMap<String, String> = [("service_host", "10.0.0.2"), ("port", "1")]
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .into();
+        let req = spec.request(&vars, 0, 3);
+        assert_eq!(req.command, "{perflab} serve --port {port} {run_dir}");
+        assert_eq!(
+            req.ready,
+            ReadyRequest::Http("http://{service_host}:{port}/".into())
+        );
+        // Through JSON and back: the same spec.
+        let back: ServiceRequest =
+            serde_json::from_str(&serde_json::to_string(&req).unwrap()).unwrap();
+        assert_eq!(back, req);
+        let again = back.spec().unwrap();
+        assert_eq!(again.stop_signal, libc::SIGINT);
+        assert_eq!(again.ready_timeout, Duration::from_secs(3));
+        assert_eq!(again.files[0].1.render(&vars), "listen 1;");
+    }
+
+    #[test]
+    fn a_service_started_here_from_a_request_is_ready_and_stops() {
+        let dir = tempfile::tempdir().unwrap();
+        let req = ServiceRequest {
+            command: "sh -c 'echo up on {port}; exec sleep 30'".into(),
+            shell: false,
+            files: vec![("f.txt".into(), "in {run_dir}".into())],
+            cpus: None,
+            env: vec![],
+            cwd: None,
+            ready: ReadyRequest::Log("up on".into()),
+            ready_timeout_s: 5.0,
+            stop_signal: libc::SIGTERM,
+            grace_s: 1.0,
+            vars: BTreeMap::new(),
+            config: 0,
+            trial: 1,
+        };
+        let (spec, mut svc, port) = req.start_here(dir.path()).unwrap();
+        assert!(
+            svc.log().contains(&format!("up on {port}")),
+            "{}",
+            svc.log()
+        );
+        let f = std::fs::read_to_string(dir.path().join("f.txt")).unwrap();
+        assert_eq!(f, format!("in {}", dir.path().display()));
+        let pid = svc.pid();
+        svc.stop(&spec);
+        // SAFETY: signal 0 only asks whether the pid exists.
+        assert_ne!(unsafe { libc::kill(pid, 0) }, 0, "the service is gone");
+    }
+}
