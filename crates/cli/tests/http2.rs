@@ -239,3 +239,41 @@ fn streams_without_http2_on_plain_http_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("streams"), "{}", stderr(&out));
 }
+
+#[test]
+fn ctrl_c_ends_the_load_and_keeps_what_ran() {
+    let lab = Lab::new();
+    let server = HelloServer::start();
+    let child = Command::new(assert_cmd::cargo::cargo_bin("perflab"))
+        .arg("--store")
+        .arg(lab.store())
+        .args(["http", &server.url, "-c", "2", "-d", "60s", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    // Killed on every path; the output is read through a pipe thread.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill has no memory preconditions; the pid is our child's, not yet reaped.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let out = match rx.recv_timeout(Duration::from_secs(20)) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            // SAFETY: as above.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("perflab http did not stop on Ctrl-C");
+        }
+    };
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["interrupted"], true);
+    assert!(v["requests"].as_u64().unwrap() > 0);
+    assert!(v["duration_s"].as_f64().unwrap() < 30.0);
+    assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("recorded as run"), "{}", stderr(&out));
+}

@@ -17,7 +17,7 @@ use crate::series::PhaseResult;
 use crate::series::SecondMerger;
 use crate::uring::UringDriver;
 use crate::worker::{Driver, Model, Worker, WorkerConfig};
-use std::sync::atomic::AtomicI64;
+use std::sync::atomic::{AtomicBool, AtomicI64};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -45,6 +45,9 @@ pub(crate) struct RunContext<'a> {
     pub origin: Instant,
     /// Seconds already used by earlier phases (series numbering).
     pub second_offset: u64,
+    /// Set from outside (Ctrl-C): the workers end the phase at their next turn, and
+    /// later phases end as they start.
+    pub stop: Arc<AtomicBool>,
 }
 
 /// Splits `total` into `parts` near-equal shares.
@@ -90,6 +93,7 @@ pub(crate) fn run_phase(
             timeout: phase.timeout,
             connect_timeout: phase.connect_timeout,
             tx: tx.clone(),
+            stop: Arc::clone(&ctx.stop),
         };
         let handle = std::thread::Builder::new()
             .name(format!("perflab-load-{i}"))

@@ -37,6 +37,11 @@ struct Search<'s, 'c, 'o> {
 }
 
 impl Search<'_, '_, '_> {
+    /// Interrupted from outside: the search ends with what it has.
+    fn stopped(&self) -> bool {
+        self.ctx.stop.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     fn trial(&mut self, rate: f64) -> Result<bool, LoadError> {
         let first = self.results.is_empty();
         let phase = step_phase(self.spec, self.base, RampOver::Rate, rate, first);
@@ -79,6 +84,9 @@ pub(crate) fn run(
     };
     let (mut lo, mut hi) = (None, None);
     for _ in 0..MAX_CLIMB {
+        if s.stopped() {
+            break;
+        }
         if !s.trial(rate)? {
             hi = Some(rate);
             break;
@@ -90,9 +98,12 @@ pub(crate) fn run(
             None => rate *= 2.0,
         }
     }
-    if lo.is_none() {
+    if lo.is_none() && !s.stopped() {
         let mut r = rate / 2.0;
         for _ in 0..MAX_DESCEND {
+            if s.stopped() {
+                break;
+            }
             if s.trial(r)? {
                 lo = Some(r);
                 break;
@@ -103,7 +114,7 @@ pub(crate) fn run(
     }
     if let (Some(mut l), Some(mut h)) = (lo, hi) {
         for _ in 0..MAX_BISECT {
-            if h / l <= PRECISION {
+            if h / l <= PRECISION || s.stopped() {
                 break;
             }
             let m = (l + h) / 2.0;

@@ -76,6 +76,7 @@ pub use units::{parse_duration, parse_fraction, parse_rate};
 pub use url::{Scheme, Target};
 
 use engine::{run_phase, Phase, RunContext};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
@@ -106,6 +107,18 @@ pub fn run_checked(
     checked: &Checked,
     observer: &mut dyn Observer,
 ) -> Result<Report, LoadError> {
+    run_until(spec, checked, observer, Arc::new(AtomicBool::new(false)))
+}
+
+/// [`run_checked`] that ends early when `stop` is set (a Ctrl-C handler sets it): the
+/// workers end the current phase at their next turn (within milliseconds), what was
+/// measured is reported, and the report says [`Report::interrupted`].
+pub fn run_until(
+    spec: &LoadSpec,
+    checked: &Checked,
+    observer: &mut dyn Observer,
+    stop: Arc<AtomicBool>,
+) -> Result<Report, LoadError> {
     let prepared = checked.0.clone();
     let hdr_log = match &spec.hdr_log {
         Some(p) => Some(hdrlog::HdrLog::create(p, SystemTime::now())?),
@@ -116,6 +129,7 @@ pub fn run_checked(
         hdr_log,
         origin: Instant::now(),
         second_offset: 0,
+        stop: Arc::clone(&stop),
     };
     let base = Phase {
         connections: spec.connections,
@@ -149,6 +163,7 @@ pub fn run_checked(
     }
     let mut report = report;
     report.io = base.io;
+    report.interrupted = stop.load(Ordering::SeqCst);
     report.streams = spec.streams;
     for (r, t) in report.targets.iter_mut().zip(&prepared.targets) {
         r.name.clone_from(&t.name);

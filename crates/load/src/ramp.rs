@@ -48,6 +48,9 @@ pub(crate) fn run(
     let mut results: Vec<PhaseResult> = Vec::new();
     let mut steps = Vec::new();
     for (k, target) in ramp.targets().into_iter().enumerate() {
+        if k > 0 && ctx.stop.load(std::sync::atomic::Ordering::Relaxed) {
+            break; // interrupted: the steps run so far are the report
+        }
         let phase = step_phase(spec, base, ramp.over, target, k == 0);
         let res = run_phase(prepared, &phase, ctx)?;
         let step = Report::from_phases(&[&res], Mode::Ramp, phase.connections, phase.threads)

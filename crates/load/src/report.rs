@@ -170,6 +170,9 @@ pub struct Report {
     pub protocols: BTreeMap<String, u64>,
     /// HTTP/2 streams per connection asked for (`--streams`).
     pub streams: usize,
+    /// Stopped early from outside (Ctrl-C): the figures cover what ran.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
     pub error_kinds: ErrorKinds,
     /// Mean fraction of wall time the worker threads spent on CPU.
     pub client_busy: f64,
@@ -322,6 +325,7 @@ impl Report {
             connections_opened: totals.connections_opened,
             protocols,
             streams: 1,
+            interrupted: false,
             error_kinds,
             client_busy: busy,
             broke_at: None,

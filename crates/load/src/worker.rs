@@ -21,6 +21,7 @@ use crate::record::{Msg, Recorder};
 use crate::request::Prepared;
 use std::io;
 use std::sync::mpsc::Sender;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -39,6 +40,8 @@ pub(crate) struct WorkerConfig {
     pub timeout: Duration,
     pub connect_timeout: Duration,
     pub tx: Sender<Msg>,
+    /// Set from outside (Ctrl-C): end the phase now.
+    pub stop: Arc<AtomicBool>,
 }
 
 /// The load model of a worker.
@@ -313,7 +316,10 @@ impl<D: Driver> Worker<D> {
                 self.core.recording = true;
                 self.core.cpu_start = thread_cpu();
             }
-            if self.core.cfg.end.is_some_and(|e| now >= e) || self.finished() {
+            if self.core.cfg.end.is_some_and(|e| now >= e)
+                || self.finished()
+                || self.core.cfg.stop.load(Ordering::Relaxed)
+            {
                 break;
             }
             if self.core.recording {

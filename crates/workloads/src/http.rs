@@ -56,9 +56,18 @@ impl Workload for HttpWorkload {
         // The engine runs in this process: its worker threads inherit the pinning, and its
         // default thread count follows the pinned CPUs.
         let pin = ctx.pin_this_thread()?;
-        let report =
-            perflab_load::run(spec).map_err(|e| WorkloadError::Setup(format!("http load: {e}")))?;
+        // Ctrl-C ends the load within milliseconds (the engine checks the flag each turn).
+        let report = perflab_load::check(spec)
+            .map_err(perflab_load::LoadError::from)
+            .and_then(|c| {
+                let observer = &mut perflab_load::NoObserver;
+                perflab_load::run_until(spec, &c, observer, ctx.interrupted.clone())
+            })
+            .map_err(|e| WorkloadError::Setup(format!("http load: {e}")))?;
         drop(pin);
+        if report.interrupted {
+            return Err(WorkloadError::Interrupted);
+        }
         let mut m = measurement(&report);
         add_thresholds(&mut m, spec, &report);
         if report.requests == 0 {

@@ -291,7 +291,10 @@ pub fn run(g: &crate::Global, args: &HttpArgs) -> anyhow::Result<ExitCode> {
     let checked = perflab_load::check(&spec).map_err(invalid)?;
     let live = !g.quiet && !args.json && std::io::stderr().is_terminal();
     let mut observer = LiveLine::new(live);
-    let report = match perflab_load::run_checked(&spec, &checked, &mut observer) {
+    // Ctrl-C ends the load, then the report of what ran is printed and kept (exit 130);
+    // a second Ctrl-C exits at once.
+    let stop = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
+    let report = match perflab_load::run_until(&spec, &checked, &mut observer, stop) {
         Ok(r) => r,
         Err(LoadError::Spec(e)) => return Err(invalid(e)),
         Err(e) => {
@@ -327,6 +330,13 @@ pub fn run(g: &crate::Global, args: &HttpArgs) -> anyhow::Result<ExitCode> {
         }
     }
     out.flush()?;
+    if report.interrupted {
+        eprintln!(
+            "interrupted: the report covers the {:.1} s that ran",
+            report.duration_s
+        );
+        return Ok(ExitCode::from(130));
+    }
     // A failed threshold (3) wins over failed requests (4): it is the gate asked for.
     Ok(if verdicts.iter().any(|v| !v.passed) {
         ExitCode::from(GATE_FAILED)
