@@ -290,3 +290,34 @@ fn streams_and_pipeline_need_the_right_protocol() {
     spec.io = perflab_load::IoChoice::Uring;
     assert!(perflab_load::check(&spec).is_err());
 }
+
+#[test]
+fn ramps_and_the_knee_search_run_over_streams() {
+    let server = H2Server::start(H2Config::default());
+    let spec = LoadSpec {
+        connections: 1,
+        streams: 4,
+        http: HttpVersion::Http2,
+        ramp: Some(perflab_load::Ramp::parse("100:200:2", perflab_load::RampOver::Rate).unwrap()),
+        step_duration: Some(Duration::from_millis(500)),
+        ..LoadSpec::new(server.url("/"))
+    };
+    let r = bounded(spec);
+    assert_eq!(r.steps.len(), 2);
+    assert_eq!(r.errors.total, 0);
+    assert!(r.requests >= 100, "{}", r.requests);
+    let spec = LoadSpec {
+        connections: 1,
+        streams: 4,
+        http: HttpVersion::Http2,
+        find_max: true,
+        slo: Some(perflab_load::Slo::parse("p99<500ms").unwrap()),
+        rate: Some(100.0),
+        ramp: Some(perflab_load::Ramp::parse("100:400:2", perflab_load::RampOver::Rate).unwrap()),
+        step_duration: Some(Duration::from_millis(300)),
+        ..LoadSpec::new(server.url("/"))
+    };
+    let r = bounded(spec);
+    assert!(r.max_rate.is_some_and(|m| m >= 100.0), "{:?}", r.max_rate);
+    assert_eq!(r.protocols.get("h2"), Some(&r.connections_opened));
+}
