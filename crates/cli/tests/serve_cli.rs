@@ -112,3 +112,119 @@ fn bad_directory_and_bad_flags_are_usage_errors() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A self-signed P-256 certificate for `localhost` (valid until 2126) and its key, for
+/// `--tls-cert` / `--tls-key` (made with `openssl req -x509 -newkey ec`).
+const TLS_CERT: &str = "
+-----BEGIN CERTIFICATE-----
+MIIBfjCCASWgAwIBAgIUcMRepUMNM9VAmW5inmX7zCqQyGIwCgYIKoZIzj0EAwIw
+FDESMBAGA1UEAwwJbG9jYWxob3N0MCAXDTI2MTEyNTA4MTUyOFoYDzIxMjYxMTAx
+MDgxNTI4WjAUMRIwEAYDVQQDDAlsb2NhbGhvc3QwWTATBgcqhkjOPQIBBggqhkjO
+PQMBBwNCAARXmEWYYQRrEdAU06cNs66ysNB9rpP/Qd6nHJlT//IKJHR6TMPq+cVp
+zLLIDwzzcvjYpnX2KaW9+tX8AFaTkAmvo1MwUTAdBgNVHQ4EFgQUaeqCi+L4AGi0
+Sl6oeHKgh3JYzCswHwYDVR0jBBgwFoAUaeqCi+L4AGi0Sl6oeHKgh3JYzCswDwYD
+VR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNHADBEAiA8twF4txlkcWZTBetD2DZT
+XMU19Tn8bhUGpBjSMPdsigIgKLi4Q8h6DKSuWG/nbjutcinmagEk0Y1fk0aPf79M
+Eto=
+-----END CERTIFICATE-----
+";
+const TLS_KEY: &str = "
+-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgCD3eEX+r+pazUpmm
+o/B9oFCsTaFHSp7ciVMuylvxTG6hRANCAARXmEWYYQRrEdAU06cNs66ysNB9rpP/
+Qd6nHJlT//IKJHR6TMPq+cVpzLLIDwzzcvjYpnX2KaW9+tX8AFaTkAmv
+-----END PRIVATE KEY-----
+";
+
+/// Runs `perflab` with `args` to completion (killed past `LIMIT`): (exit code, stderr).
+fn run_bounded(args: &[&str]) -> (Option<i32>, String) {
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("perflab"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let end = Instant::now() + LIMIT;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("perflab {args:?} did not exit within {LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_bad_tls_key_is_a_usage_error_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let cert = dir.path().join("cert.pem");
+    let key = dir.path().join("not-a-key.pem");
+    std::fs::write(&cert, TLS_CERT).unwrap();
+    std::fs::write(&key, "this is not a key\n").unwrap();
+    let (c, k) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let base = ["serve", "--hello", "--port", "0"];
+    let (code, err) = run_bounded(&[&base[..], &["--tls-cert", c, "--tls-key", k]].concat());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("not-a-key.pem") && err.contains("private key"),
+        "{err}"
+    );
+    let (code, err) = run_bounded(&[&base[..], &["--tls-cert", c]].concat());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--tls-key"), "{err}");
+}
+
+#[test]
+fn tls_listens_on_https_and_answers_h2_by_alpn() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let cert = dir.path().join("cert.pem");
+    let key = dir.path().join("key.pem");
+    std::fs::write(&cert, TLS_CERT).unwrap();
+    std::fs::write(&key, TLS_KEY).unwrap();
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("perflab"))
+        .args(["serve", "--hello", "--port", "0", "--workers", "1"])
+        .arg("--tls-cert")
+        .arg(&cert)
+        .arg("--tls-key")
+        .arg(&key)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line.trim_end().strip_prefix("listening on ").unwrap_or("");
+    if !url.starts_with("https://127.0.0.1:") {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("first line was {line:?}");
+    }
+    // curl is what scripts/test.sh installs for the HTTP tests; without it, the
+    // listening line is what is checked.
+    let curl = Command::new("curl")
+        .args([
+            "-sk",
+            "--http2",
+            "--max-time",
+            "10",
+            "-w",
+            " %{http_version}",
+            url,
+        ])
+        .output();
+    let status = stop(child, libc::SIGTERM);
+    if let Ok(out) = curl {
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(text, "Hello, world!\n 2");
+    }
+    assert_eq!(status.code(), Some(0));
+}

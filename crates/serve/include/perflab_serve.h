@@ -127,6 +127,20 @@ int perflab_server_set_timeout_ms(struct perflab_server *s, uint64_t ms);
 // `s` from `perflab_server_new`.
 int perflab_server_set_max_connections(struct perflab_server *s, uint64_t n);
 
+// Serves TLS with the PEM certificate chain at `cert` and the PEM private key at
+// `key` (ALPN offers h2, then http/1.1); both NULL turns TLS off. The files are read
+// by `perflab_server_start`, which fails naming the file if one is unusable.
+//
+// # Safety
+// `s` from `perflab_server_new`; `cert` and `key` NUL-terminated, or both NULL.
+int perflab_server_set_tls(struct perflab_server *s, const char *cert, const char *key);
+
+// HTTP/2 streams one connection may have open at once (at least 1; default 128).
+//
+// # Safety
+// `s` from `perflab_server_new`.
+int perflab_server_set_h2_max_streams(struct perflab_server *s, unsigned int n);
+
 // Sets the request callback (NULL removes it). `user` is passed back on each call.
 //
 // # Safety

@@ -112,6 +112,21 @@ pub struct Config {
     /// The open-file cache (per worker; see [`FileCacheConfig`]); `None` opens and
     /// `stat`s every file on every request.
     pub file_cache: Option<FileCacheConfig>,
+    /// TLS: a PEM certificate chain and its PEM private key. With them every
+    /// connection is TLS, with ALPN `h2` then `http/1.1`.
+    pub tls: Option<TlsFiles>,
+    /// HTTP/2: SETTINGS_MAX_CONCURRENT_STREAMS, the streams one connection may have
+    /// open at once; more are refused with RST_STREAM(REFUSED_STREAM).
+    pub h2_max_streams: u32,
+}
+
+/// The PEM files of `Config::tls`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// The certificate chain, leaf first (`-----BEGIN CERTIFICATE-----`).
+    pub cert: PathBuf,
+    /// The private key of the leaf certificate (PKCS#8, PKCS#1 or SEC1).
+    pub key: PathBuf,
 }
 
 impl Default for Config {
@@ -135,6 +150,8 @@ impl Default for Config {
             backlog: 1024,
             shutdown_grace: Duration::from_secs(5),
             file_cache: Some(FileCacheConfig::default()),
+            tls: None,
+            h2_max_streams: crate::h2::DEFAULT_MAX_STREAMS,
         }
     }
 }
@@ -160,6 +177,8 @@ impl fmt::Debug for Config {
             .field("backlog", &self.backlog)
             .field("shutdown_grace", &self.shutdown_grace)
             .field("file_cache", &self.file_cache)
+            .field("tls", &self.tls)
+            .field("h2_max_streams", &self.h2_max_streams)
             .finish()
     }
 }
@@ -192,6 +211,9 @@ impl Config {
         }
         if self.backlog == 0 {
             return bad("backlog", "must be at least 1");
+        }
+        if self.h2_max_streams == 0 {
+            return bad("h2_max_streams", "must be at least 1");
         }
         Ok(())
     }
@@ -290,6 +312,20 @@ impl Builder {
         self.config.follow_outside_symlinks = on;
         self
     }
+    /// Serves TLS with this PEM certificate chain and PEM private key (HTTP/2 by
+    /// ALPN `h2`, else HTTP/1.1). The files are read when the server starts.
+    pub fn tls(mut self, cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> Self {
+        self.config.tls = Some(TlsFiles {
+            cert: cert.into(),
+            key: key.into(),
+        });
+        self
+    }
+    /// HTTP/2 streams one connection may have open at once (default 128).
+    pub fn h2_max_streams(mut self, n: u32) -> Self {
+        self.config.h2_max_streams = n;
+        self
+    }
     /// Replace the whole configuration (the builder's other calls still apply after).
     pub fn config(mut self, config: Config) -> Self {
         self.config = config;
@@ -337,5 +373,16 @@ mod tests {
     #[test]
     fn zero_workers_is_invalid() {
         assert!(Builder::default().workers(0).build().is_err());
+    }
+
+    #[test]
+    fn h2_streams_and_tls_files_are_settings() {
+        assert!(Builder::default().h2_max_streams(0).build().is_err());
+        let c = Builder::default().h2_max_streams(7).tls("c", "k").build();
+        let c = c.unwrap();
+        assert_eq!(
+            (c.h2_max_streams, c.tls.unwrap().key),
+            (7, PathBuf::from("k"))
+        );
     }
 }

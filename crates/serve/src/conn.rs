@@ -16,24 +16,42 @@
 //! left to write (no CLOSE_WAIT). Closes after an error are lingering: shut down our
 //! side, drain the peer's leftovers for a moment, so the error page isn't lost to RST;
 //! a clean `Connection: close` with nothing unread closes at once, as nginx does.
+//!
+//! Protocol detection, per connection: until its first bytes are in, a connection is
+//! undecided. Bytes that are the HTTP/2 client preface (`PRI * HTTP/2.0…`) make it an
+//! HTTP/2 connection (h2c with prior knowledge); bytes that are only a prefix of the
+//! preface so far wait for more; anything else is HTTP/1.1 — so both share one port,
+//! where nginx needs one per protocol. Over TLS, ALPN decides once the handshake is
+//! done (`h2` or `http/1.1`), and a client that negotiated nothing is detected by its
+//! bytes as on a plain socket. An HTTP/2 connection keeps this struct's socket,
+//! buffers, phases and deadlines; the frames are the `h2::Session`'s (see
+//! [`Conn::drive_h2`]). All I/O goes through [`Sock`], plain or TLS.
 
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
+
+use perflab_h2::PREFACE;
 
 use crate::dispatch::{respond, Env};
 use crate::filecache::FileCache;
 use crate::files::{FileBody, Source};
+use crate::h2::{Limits, Scratch, Session};
 use crate::log::AccessLog;
 use crate::parse::{self, Version};
 use crate::response::{write_error, Wire};
 use crate::sys::{self, EV_ERR, EV_IN, EV_OUT};
+use crate::transport::Sock;
 
 const INITIAL_BUF: usize = 4096;
 const OUT_HIGH_WATER: usize = 256 * 1024;
 const OUT_KEEP_CAPACITY: usize = 64 * 1024;
 const LINGER: Duration = Duration::from_secs(2);
 const SENDFILE_CHUNK: usize = 1 << 20;
+/// HTTP/2: output bytes a session may queue before it waits for the socket.
+const H2_ROOM: usize = 128 * 1024;
+/// TLS: extra read rounds for plaintext rustls holds beyond one event's buffer.
+const TLS_ROUNDS: usize = 8;
 
 /// Where a connection is in its life; each phase has its own deadline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +71,8 @@ pub(crate) struct Io<'a, 'e> {
     pub draining: bool,
     /// The worker's open-file cache (none when off).
     pub cache: Option<&'a mut FileCache>,
+    /// The worker's HTTP/2 buffers.
+    pub scratch: &'a mut Scratch,
 }
 
 /// What the worker should do with the connection next.
@@ -62,9 +82,19 @@ pub(crate) enum Next {
     Close,
 }
 
+/// What a connection speaks.
+#[derive(Debug)]
+enum Proto {
+    /// Not known yet: waiting for the first bytes (or the TLS handshake).
+    Detect,
+    Http1,
+    Http2(Box<Session>),
+}
+
 #[derive(Debug)]
 pub(crate) struct Conn {
-    fd: OwnedFd,
+    sock: Sock,
+    proto: Proto,
     peer: SocketAddr,
     buf: Vec<u8>,
     filled: usize,
@@ -84,9 +114,10 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
-    pub fn new(fd: OwnedFd, peer: SocketAddr, deadline: Instant) -> Conn {
+    pub fn new(sock: Sock, peer: SocketAddr, deadline: Instant) -> Conn {
         Conn {
-            fd,
+            sock,
+            proto: Proto::Detect,
             peer,
             buf: vec![0; INITIAL_BUF],
             filled: 0,
@@ -105,7 +136,7 @@ impl Conn {
     }
 
     pub fn raw_fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
+        self.sock.raw()
     }
 
     pub fn deadline(&self) -> Instant {
@@ -126,14 +157,68 @@ impl Conn {
         if self.phase == Phase::Lingering {
             return self.linger_read();
         }
-        if events & (EV_IN | EV_ERR) != 0 && self.interest == EV_IN && self.read(io).is_err() {
+        let readable = events & (EV_IN | EV_ERR) != 0 && self.interest == EV_IN;
+        let mut next = self.step(readable, io);
+        // TLS: rustls may hold decrypted bytes that the buffer did not take, which no
+        // epoll event will announce.
+        for _ in 0..TLS_ROUNDS {
+            if next != Next::Keep(EV_IN) || !self.sock.has_plaintext() {
+                break;
+            }
+            next = self.step(true, io);
+        }
+        next
+    }
+
+    fn step(&mut self, readable: bool, io: &mut Io<'_, '_>) -> Next {
+        if readable && self.read(io).is_err() {
             return Next::Close;
+        }
+        if matches!(self.proto, Proto::Detect) {
+            self.detect(io);
+        }
+        if matches!(self.proto, Proto::Http2(_)) {
+            return self.drive_h2(io);
         }
         self.drive(io)
     }
 
+    /// Decides the protocol from ALPN or the first bytes (see the module doc).
+    fn detect(&mut self, io: &Io<'_, '_>) {
+        let h2 = match self.sock.alpn() {
+            Some(None) => return, // the TLS handshake is still running
+            Some(Some(b"h2")) => true,
+            Some(Some(b"http/1.1")) => false,
+            _ => {
+                let data = &self.buf[self.start..self.filled];
+                let n = data.len().min(PREFACE.len());
+                if data[..n] != PREFACE[..n] {
+                    false
+                } else if n < PREFACE.len() {
+                    return; // a prefix of the preface so far: wait for more
+                } else {
+                    true
+                }
+            }
+        };
+        self.proto = if h2 {
+            let limits = Limits::of(io.env.config);
+            Proto::Http2(Box::new(Session::new(limits, &mut self.out)))
+        } else {
+            Proto::Http1
+        };
+    }
+
     /// The deadline of the current phase passed.
     pub fn on_timeout(&mut self, io: &mut Io<'_, '_>) -> Next {
+        if let Proto::Http2(s) = &mut self.proto {
+            if self.phase != Phase::Writing {
+                // Best effort: tell the client why, then close.
+                s.goaway(&mut self.out);
+                let _ = self.flush();
+            }
+            return Next::Close;
+        }
         if self.phase != Phase::Request || self.close_after {
             return Next::Close;
         }
@@ -152,13 +237,17 @@ impl Conn {
         }
         if self.filled == self.buf.len() {
             let c = io.env.config;
-            let limit = c.max_header_bytes + c.max_body_bytes + 1;
+            let mut limit = c.max_header_bytes + c.max_body_bytes + 1;
+            if matches!(self.proto, Proto::Http2(_)) {
+                // Whatever the HTTP/1.1 limits, a whole frame must fit.
+                limit = limit.max(2 * (crate::h2::MAX_FRAME as usize + perflab_h2::HEAD_LEN));
+            }
             if self.buf.len() >= limit {
                 return Ok(()); // the parser has refused this request already
             }
             self.buf.resize((self.buf.len() * 2).min(limit), 0);
         }
-        match sys::read(self.raw_fd(), &mut self.buf[self.filled..]) {
+        match self.sock.read(&mut self.buf[self.filled..]) {
             Ok(0) => self.peer_eof = true,
             Ok(n) => self.filled += n,
             Err(e) if sys::would_block(&e) || e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -192,6 +281,7 @@ impl Conn {
                 if self.linger || self.start < self.filled {
                     return self.start_linger(io.now);
                 }
+                self.sock.close_notify();
                 return Next::Close;
             }
             if !stalled {
@@ -206,7 +296,78 @@ impl Conn {
         } else {
             Phase::Idle
         };
-        if phase != self.phase || served_any {
+        self.rearm(io, phase, served_any);
+        Next::Keep(EV_IN)
+    }
+
+    /// The HTTP/2 counterpart of [`Conn::drive`]: frames in, frames out, write; the
+    /// session is taken out of `proto` for the call (moving a `Box`).
+    fn drive_h2(&mut self, io: &mut Io<'_, '_>) -> Next {
+        let Proto::Http2(mut s) = std::mem::replace(&mut self.proto, Proto::Http1) else {
+            return self.drive(io);
+        };
+        let next = self.drive_session(&mut s, io);
+        self.proto = Proto::Http2(s);
+        next
+    }
+
+    fn drive_session(&mut self, s: &mut Session, io: &mut Io<'_, '_>) -> Next {
+        if io.draining {
+            s.goaway(&mut self.out);
+        }
+        let served_before = *io.requests;
+        loop {
+            let room = self.out_pos + H2_ROOM;
+            let mut full = false;
+            if !s.failed() && self.start < self.filled && self.out.len() < room {
+                let input = &self.buf[self.start..self.filled];
+                self.start += s.recv(input, &mut self.out, room, io, self.peer);
+                full = self.out.len() >= room;
+            }
+            s.fill(&mut self.out, room);
+            let before = self.out_pos;
+            match self.flush() {
+                Err(()) => return Next::Close,
+                Ok(false) => {
+                    if self.phase != Phase::Writing || self.out_pos != before {
+                        self.phase = Phase::Writing;
+                        self.deadline = io.now + io.env.config.request_timeout;
+                    }
+                    return Next::Keep(EV_OUT);
+                }
+                Ok(true) => {}
+            }
+            // Written out: go on while frames wait that `room` held back, or queued
+            // bodies may go.
+            if !(s.can_send() || full && self.start < self.filled) {
+                break;
+            }
+        }
+        if s.failed() {
+            // GOAWAY with an error: linger, so it isn't lost to a reset.
+            return self.start_linger(io.now);
+        }
+        if s.done() {
+            self.sock.close_notify();
+            return Next::Close;
+        }
+        if self.peer_eof {
+            return Next::Close;
+        }
+        let phase = if s.active() > 0 || self.start < self.filled {
+            Phase::Request
+        } else {
+            Phase::Idle
+        };
+        let served = *io.requests != served_before;
+        self.rearm(io, phase, served);
+        Next::Keep(EV_IN)
+    }
+
+    /// Restarts the idle or request timeout when the phase changed or a request was
+    /// served.
+    fn rearm(&mut self, io: &Io<'_, '_>, phase: Phase, served: bool) {
+        if phase != self.phase || served {
             self.phase = phase;
             let c = io.env.config;
             let t = if phase == Phase::Idle {
@@ -216,7 +377,6 @@ impl Conn {
             };
             self.deadline = io.now + t;
         }
-        Next::Keep(EV_IN)
     }
 
     /// Answers every complete request in the buffer, in order.
@@ -225,6 +385,9 @@ impl Conn {
         let mut served = false;
         let max_head = io.env.config.max_header_bytes;
         let max_body = io.env.config.max_body_bytes as u64;
+        if matches!(self.proto, Proto::Detect) {
+            return (false, served); // not known to be HTTP/1.1 yet
+        }
         loop {
             if self.close_after {
                 return (false, served);
@@ -305,7 +468,6 @@ impl Conn {
     /// Writes buffered bytes, then the pending body: from memory in the same call as
     /// the head's last bytes, from a file with `sendfile`. `Ok(true)`: all sent.
     fn flush(&mut self) -> Result<bool, ()> {
-        let fd = self.raw_fd();
         while self.out_pos < self.out.len() {
             let head = &self.out[self.out_pos..];
             let sent = match &self.file {
@@ -313,10 +475,13 @@ impl Conn {
                     src: Source::Memory(bytes),
                     offset,
                     end,
-                }) => sys::send2(fd, head, &bytes[*offset as usize..*end as usize]),
-                pending => sys::send(fd, head, pending.is_some()),
+                }) => self
+                    .sock
+                    .send2(head, &bytes[*offset as usize..*end as usize]),
+                pending => self.sock.send(head, pending.is_some()),
             };
             match sent {
+                Ok(0) => return Ok(false),
                 Ok(n) => {
                     let in_head = n.min(head.len());
                     self.out_pos += in_head;
@@ -338,12 +503,14 @@ impl Conn {
             while f.offset < f.end {
                 let count = (f.end - f.offset).min(SENDFILE_CHUNK as u64) as usize;
                 let sent = match &f.src {
-                    Source::File(file) => sys::sendfile(fd, file.as_raw_fd(), &mut f.offset, count),
+                    Source::File(file) => self.sock.sendfile(file, &mut f.offset, count),
                     Source::Memory(bytes) => {
                         let from = f.offset as usize;
-                        sys::send(fd, &bytes[from..from + count], false).inspect(|&n| {
-                            f.offset += n as u64;
-                        })
+                        self.sock
+                            .send(&bytes[from..from + count], false)
+                            .inspect(|&n| {
+                                f.offset += n as u64;
+                            })
                     }
                 };
                 match sent {
@@ -356,14 +523,15 @@ impl Conn {
             }
             self.file = None;
         }
-        Ok(true)
+        // Over TLS, records rustls still holds must reach the socket too.
+        self.sock.flush_tls().map_err(drop)
     }
 
     fn start_linger(&mut self, now: Instant) -> Next {
         if self.peer_eof {
             return Next::Close;
         }
-        sys::shutdown_write(self.raw_fd());
+        self.sock.shutdown_write();
         self.phase = Phase::Lingering;
         self.deadline = now + LINGER;
         self.start = 0;

@@ -38,6 +38,9 @@ pub enum ServeError {
         #[source]
         source: io::Error,
     },
+    /// A TLS certificate or key file that can't be read or used (`--tls-cert`, `--tls-key`).
+    #[error("TLS file {}: {reason}", path.display())]
+    Tls { path: PathBuf, reason: String },
     /// An unknown accept strategy name (expected reuseport, shared, exclusive or mutex).
     #[error("unknown accept strategy {0:?} (expected reuseport, shared, exclusive or mutex)")]
     Strategy(String),

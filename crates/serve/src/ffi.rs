@@ -286,6 +286,52 @@ pub unsafe extern "C" fn perflab_server_set_max_connections(
     })
 }
 
+/// Serves TLS with the PEM certificate chain at `cert` and the PEM private key at
+/// `key` (ALPN offers h2, then http/1.1); both NULL turns TLS off. The files are read
+/// by `perflab_server_start`, which fails naming the file if one is unusable.
+///
+/// # Safety
+/// `s` from `perflab_server_new`; `cert` and `key` NUL-terminated, or both NULL.
+#[no_mangle]
+pub unsafe extern "C" fn perflab_server_set_tls(
+    s: *mut PerflabServer,
+    cert: *const c_char,
+    key: *const c_char,
+) -> c_int {
+    // SAFETY: forwarded caller promises.
+    guard(|| {
+        ok_or_code(unsafe { server(s) }.and_then(|s| {
+            s.config.tls = if cert.is_null() && key.is_null() {
+                None
+            } else {
+                Some(crate::TlsFiles {
+                    cert: unsafe { text(cert) }?.into(),
+                    key: unsafe { text(key) }?.into(),
+                })
+            };
+            Ok(0)
+        }))
+    })
+}
+
+/// HTTP/2 streams one connection may have open at once (at least 1; default 128).
+///
+/// # Safety
+/// `s` from `perflab_server_new`.
+#[no_mangle]
+pub unsafe extern "C" fn perflab_server_set_h2_max_streams(
+    s: *mut PerflabServer,
+    n: c_uint,
+) -> c_int {
+    // SAFETY: forwarded caller promise.
+    guard(|| {
+        ok_or_code(unsafe { server(s) }.map(|s| {
+            s.config.h2_max_streams = n;
+            0
+        }))
+    })
+}
+
 struct Callback {
     f: unsafe extern "C" fn(*const PerflabRequest, *mut PerflabResponse, *mut c_void) -> c_int,
     user: *mut c_void,

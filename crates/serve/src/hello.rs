@@ -44,7 +44,7 @@ impl HelloPages {
     /// The response bytes for one request.
     pub fn page(&self, keep_alive: bool, version: Version, head_only: bool) -> &[u8] {
         let i = match (keep_alive, version) {
-            (true, Version::Http11) => 0,
+            (true, Version::Http11 | Version::Http2) => 0,
             (true, Version::Http10) => 1,
             (false, _) => 2,
         };

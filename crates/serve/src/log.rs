@@ -37,6 +37,7 @@ impl AccessLog {
                 let v = match h.version {
                     Version::Http10 => "HTTP/1.0",
                     Version::Http11 => "HTTP/1.1",
+                    Version::Http2 => "HTTP/2.0",
                 };
                 let _ = writeln!(
                     self.buf,

@@ -48,6 +48,9 @@ impl Method {
 pub enum Version {
     Http10,
     Http11,
+    /// A request that came on an HTTP/2 stream (the parser never produces it: the
+    /// `h2` module sets it on the head it synthesizes).
+    Http2,
 }
 
 /// Why a request head was refused; each maps to one status code.

@@ -41,11 +41,12 @@ impl<'a> Request<'a> {
     pub fn target(&self) -> &'a str {
         self.head.target
     }
-    /// `"HTTP/1.0"` or `"HTTP/1.1"`.
+    /// `"HTTP/1.0"`, `"HTTP/1.1"` or `"HTTP/2"`.
     pub fn version(&self) -> &'static str {
         match self.head.version {
             Version::Http10 => "HTTP/1.0",
             Version::Http11 => "HTTP/1.1",
+            Version::Http2 => "HTTP/2",
         }
     }
     /// The first header of this name (case-insensitive), if its value is UTF-8.

@@ -121,7 +121,7 @@ pub(crate) fn connection_line(keep_alive: bool, version: Version) -> &'static [u
     match (keep_alive, version) {
         (false, _) => b"Connection: close\r\n",
         (true, Version::Http10) => b"Connection: keep-alive\r\n",
-        (true, Version::Http11) => b"",
+        (true, Version::Http11 | Version::Http2) => b"",
     }
 }
 

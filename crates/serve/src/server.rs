@@ -133,6 +133,10 @@ impl Running {
             config
         };
         let root = config.root.as_deref().map(canonical_root).transpose()?;
+        let tls = match &config.tls {
+            Some(files) => Some(crate::tls::server_config(&files.cert, &files.key)?),
+            None => None,
+        };
         let listeners = accept::open(config)?;
         let shared = Arc::new(Shared {
             stop: AtomicBool::new(false),
@@ -169,6 +173,7 @@ impl Running {
                 epoll,
                 wake: wake.clone(),
                 shared: shared.clone(),
+                tls: tls.clone(),
             };
             let thread = std::thread::Builder::new()
                 .name(format!("perflab-serve-{index}"))

@@ -19,11 +19,13 @@ use crate::config::{Config, Strategy};
 use crate::conn::{Conn, Io, Next};
 use crate::dispatch::Env;
 use crate::filecache::FileCache;
+use crate::h2::Scratch;
 use crate::hello::HelloPages;
 use crate::log::AccessLog;
 use crate::server::Shared;
 use crate::slab::Slab;
 use crate::sys::{self, Epoll, EventFd, EV_IN};
+use crate::transport::Sock;
 
 pub(crate) const WAKE_TOKEN: u64 = u64::MAX;
 pub(crate) const LISTENER_TOKEN: u64 = u64::MAX - 1;
@@ -41,6 +43,8 @@ pub(crate) struct Setup {
     pub epoll: Epoll,
     pub wake: Arc<EventFd>,
     pub shared: Arc<Shared>,
+    /// The TLS configuration, when the server has a certificate.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 struct Worker {
@@ -54,6 +58,7 @@ struct Worker {
     hello: HelloPages,
     log: Option<AccessLog>,
     cache: Option<FileCache>,
+    scratch: Scratch,
     accepted: u64,
     requests: u64,
     draining: Option<Instant>,
@@ -78,6 +83,7 @@ pub(crate) fn run(s: Setup) -> std::io::Result<()> {
             _ => None,
         },
         s,
+        scratch: Scratch::default(),
         slab: Slab::default(),
         holds_lock: false,
         paused_until: None,
@@ -215,6 +221,7 @@ impl Worker {
                     now,
                     draining: self.draining.is_some(),
                     cache: self.cache.as_mut(),
+                    scratch: &mut self.scratch,
                 };
                 let next = conn.on_event(bits, &mut io);
                 self.apply(token, next);
@@ -279,12 +286,24 @@ impl Worker {
         let active = &self.s.shared.active;
         if active.fetch_add(1, Ordering::Relaxed) >= self.s.config.max_connections {
             active.fetch_sub(1, Ordering::Relaxed);
-            let _ = sys::send(fd.as_raw_fd(), BUSY_503, false);
+            if self.s.tls.is_none() {
+                let _ = sys::send(fd.as_raw_fd(), BUSY_503, false);
+            }
             return;
         }
         let deadline = now + self.s.config.request_timeout;
         let raw = fd.as_raw_fd();
-        let token = self.slab.insert(Conn::new(fd, peer, deadline));
+        let sock = match &self.s.tls {
+            None => Sock::plain(fd),
+            Some(cfg) => match rustls::ServerConnection::new(Arc::clone(cfg)) {
+                Ok(session) => Sock::tls(fd, session),
+                Err(_) => {
+                    active.fetch_sub(1, Ordering::Relaxed);
+                    return;
+                }
+            },
+        };
+        let token = self.slab.insert(Conn::new(sock, peer, deadline));
         if self.s.epoll.add(raw, EV_IN, token).is_err() {
             self.close(token);
         }
@@ -311,6 +330,7 @@ impl Worker {
                 now,
                 draining: self.draining.is_some(),
                 cache: self.cache.as_mut(),
+                scratch: &mut self.scratch,
             };
             let next = conn.on_timeout(&mut io);
             self.apply(token, next);

@@ -1,8 +1,8 @@
 //! `perflab serve [DIR]`: the built-in HTTP server (crates/serve) on the command line.
 //!
 //! The first line on stdout is always `listening on http://ADDR:PORT/` (IPv6 in
-//! brackets, the real port when `--port 0`), or `listening on unix:PATH` with
-//! `--unix-socket`, flushed at once, so scripts and the lab can read the port; everything else goes to stderr. SIGINT and SIGTERM are blocked
+//! brackets, the real port when `--port 0`; `https://` with `--tls-cert`), or
+//! `listening on unix:PATH` with `--unix-socket`, flushed at once, so scripts and the lab can read the port; everything else goes to stderr. SIGINT and SIGTERM are blocked
 //! before the workers start (they inherit the mask) and taken with `sigwait` on this
 //! thread, which then stops the server gracefully and exits 0: no signal handler
 //! runs arbitrary code, and no worker is ever interrupted.
@@ -71,6 +71,22 @@ pub struct ServeArgs {
     /// is replaced; the file is removed on exit).
     #[arg(long, value_name = "PATH")]
     pub unix_socket: Option<PathBuf>,
+
+    /// Serve TLS with this PEM certificate chain (needs --tls-key); ALPN offers h2
+    /// then http/1.1. Without it, the port speaks HTTP/1.1 and h2c (HTTP/2 with prior
+    /// knowledge), told apart per connection.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// HTTP/2: streams one connection may have open at once
+    /// (SETTINGS_MAX_CONCURRENT_STREAMS); more are refused with REFUSED_STREAM.
+    #[arg(long, value_name = "N", default_value_t = perflab_serve::DEFAULT_H2_MAX_STREAMS,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub h2_max_streams: u32,
 }
 
 /// `--file-cache`: off, or the validity of an entry.
@@ -152,7 +168,11 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         .hello(args.hello)
         .access_log(args.access_log)
         .max_connections(args.max_connections)
-        .timeout(args.timeout);
+        .timeout(args.timeout)
+        .h2_max_streams(args.h2_max_streams);
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        builder = builder.tls(cert, key);
+    }
     if let Some(n) = args.workers {
         builder = builder.workers(n as usize);
     }
@@ -171,13 +191,20 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     raise_nofile_limit();
     let signals = block_stop_signals()?;
     let mut server = Server::start(config.clone()).map_err(|e| match e {
-        ServeError::Root { .. } | ServeError::RootNotDir(_) => invalid(e),
+        ServeError::Root { .. } | ServeError::RootNotDir(_) | ServeError::Tls { .. } => invalid(e),
         e => anyhow::Error::new(e).context("perflab serve could not start"),
     })?;
     let mut out = std::io::stdout().lock();
     match server.unix_socket() {
         Some(path) => writeln!(out, "listening on unix:{}", path.display())?,
-        None => writeln!(out, "listening on http://{}/", server.local_addr())?,
+        None => {
+            let scheme = if config.tls.is_some() {
+                "https"
+            } else {
+                "http"
+            };
+            writeln!(out, "listening on {scheme}://{}/", server.local_addr())?
+        }
     }
     out.flush()?;
     drop(out);
@@ -187,14 +214,18 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         (false, None) => format!("files from {} (file cache off)", args.dir.display()),
     };
     eprintln!(
-        "perflab serve: {what}, {} workers, accept {}, timeout {:?}; Ctrl-C to stop",
+        "perflab serve: {what}, {} workers, accept {}, timeout {:?}, {}; Ctrl-C to stop",
         config.workers,
         match (&config.unix_socket, config.accept) {
             // One unix socket for all workers: reuseport acts as exclusive.
             (Some(_), Strategy::Reuseport) => Strategy::Exclusive,
             (_, a) => a,
         },
-        config.request_timeout
+        config.request_timeout,
+        match config.tls {
+            Some(_) => "TLS with h2 or HTTP/1.1 by ALPN",
+            None => "HTTP/1.1 and h2c",
+        }
     );
     let signal = wait_for_signal(&signals);
     eprintln!("perflab serve: {signal}, stopping");

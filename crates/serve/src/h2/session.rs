@@ -1,0 +1,548 @@
+//! The receiving half of an HTTP/2 connection: the preface, then frame by frame —
+//! SETTINGS, PING, WINDOW_UPDATE, RST_STREAM, GOAWAY, HEADERS + CONTINUATION, DATA —
+//! with the checks of RFC 9113 that keep the connection's state sound.
+//!
+//! [`Session::recv`] takes the bytes read so far, handles every whole frame in them
+//! and says how many it used; replies (SETTINGS ACK, PING ACK, WINDOW_UPDATE,
+//! RST_STREAM, GOAWAY, responses) are appended to the caller's output buffer. It stops
+//! at `room` bytes of output, so a client that sends requests faster than it reads
+//! responses is held back by TCP, as on HTTP/1.1. A connection error writes GOAWAY
+//! with its code and stops reading ([`Session::failed`]): the connection flushes and
+//! closes. Stream errors reset the one stream. Frames for streams that are already
+//! closed are dropped (their DATA still counts against the connection window), which
+//! is what RFC 9113 §5.1 lets a server do for streams it reset.
+//!
+//! Header blocks are always decoded, also for streams that are refused or ignored,
+//! since the HPACK table is shared by the whole connection.
+
+use std::net::SocketAddr;
+
+use perflab_h2::frame::{self, FrameError, Head};
+use perflab_h2::{code, flag, hpack, kind, Settings, DEFAULT_WINDOW, MAX_WINDOW, PREFACE};
+
+use super::exchange::Decoded;
+use super::stream::Streams;
+use super::{Limits, CONN_WINDOW, MAX_FRAME, STREAM_WINDOW};
+use crate::conn::Io;
+
+/// A header block spread over HEADERS and CONTINUATION frames.
+#[derive(Debug, Clone, Copy)]
+struct Continuation {
+    stream: u32,
+    end_stream: bool,
+}
+
+/// One HTTP/2 connection's state.
+#[derive(Debug)]
+pub(crate) struct Session {
+    pub(super) limits: Limits,
+    /// The client's settings.
+    pub(super) peer: Settings,
+    /// The client preface is still expected.
+    preface: bool,
+    /// The client's first SETTINGS is still expected.
+    first_settings: bool,
+    decoder: hpack::Decoder,
+    pub(super) streams: Streams,
+    /// The highest stream id the client opened.
+    pub(super) last_id: u32,
+    /// The client's window for the whole connection.
+    pub(super) send_window: i64,
+    /// Ours for the whole connection, and what arrived since we last widened it.
+    recv_window: i64,
+    recv_unacked: u32,
+    cont: Option<Continuation>,
+    /// The header block being assembled from CONTINUATION frames.
+    block: Vec<u8>,
+    goaway_sent: bool,
+    goaway_received: bool,
+    failed: bool,
+    /// Where the round-robin over streams with queued data resumes.
+    pub(super) cursor: usize,
+}
+
+fn err(code: u32, reason: &'static str) -> FrameError {
+    FrameError { code, reason }
+}
+
+impl Session {
+    /// A session whose server preface (SETTINGS, then a connection WINDOW_UPDATE) is
+    /// appended to `out`: it must be the first thing sent.
+    pub fn new(limits: Limits, out: &mut Vec<u8>) -> Session {
+        use perflab_h2::settings::{INITIAL_WINDOW_SIZE, MAX_CONCURRENT_STREAMS};
+        frame::settings(
+            out,
+            &[
+                (MAX_CONCURRENT_STREAMS, limits.max_streams),
+                (INITIAL_WINDOW_SIZE, STREAM_WINDOW),
+            ],
+        );
+        frame::window_update(out, 0, CONN_WINDOW - DEFAULT_WINDOW);
+        Session {
+            limits,
+            peer: Settings::default(),
+            preface: true,
+            first_settings: true,
+            decoder: hpack::Decoder::default(),
+            streams: Streams::default(),
+            last_id: 0,
+            send_window: i64::from(DEFAULT_WINDOW),
+            recv_window: i64::from(CONN_WINDOW),
+            recv_unacked: 0,
+            cont: None,
+            block: Vec::new(),
+            goaway_sent: false,
+            goaway_received: false,
+            failed: false,
+            cursor: 0,
+        }
+    }
+
+    /// Streams open now (received, being answered or sending).
+    pub fn active(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// A connection error was sent: flush and close.
+    pub fn failed(&self) -> bool {
+        self.failed
+    }
+
+    /// Nothing more will happen on this connection once the output is written: it
+    /// failed, or a GOAWAY went either way and every stream is finished.
+    pub fn done(&self) -> bool {
+        self.failed
+            || ((self.goaway_sent || self.goaway_received)
+                && self.streams.is_empty()
+                && self.cont.is_none())
+    }
+
+    /// A graceful GOAWAY (server stopping, idle timeout): streams open now finish,
+    /// new ones are ignored.
+    pub fn goaway(&mut self, out: &mut Vec<u8>) {
+        if !self.goaway_sent && !self.failed {
+            frame::goaway_frame(out, self.last_id, code::NO_ERROR);
+            self.goaway_sent = true;
+        }
+    }
+
+    /// A connection error: GOAWAY with its code, then nothing more is read.
+    fn fail(&mut self, out: &mut Vec<u8>, e: &FrameError) {
+        if !self.failed {
+            frame::goaway_frame(out, self.last_id, e.code);
+            self.failed = true;
+        }
+    }
+
+    /// Handles every whole frame at the start of `input` (stopping once `out` holds
+    /// `room` bytes); returns how many bytes were used.
+    pub fn recv(
+        &mut self,
+        input: &[u8],
+        out: &mut Vec<u8>,
+        room: usize,
+        io: &mut Io<'_, '_>,
+        peer: SocketAddr,
+    ) -> usize {
+        let mut pos = 0;
+        if self.preface {
+            let n = input.len().min(PREFACE.len());
+            if input[..n] != PREFACE[..n] {
+                self.fail(out, &err(code::PROTOCOL_ERROR, "bad connection preface"));
+                return input.len();
+            }
+            if n < PREFACE.len() {
+                return 0;
+            }
+            self.preface = false;
+            pos = PREFACE.len();
+        }
+        while !self.failed && out.len() < room {
+            let (h, len) = match frame::next(&input[pos..], MAX_FRAME) {
+                Ok(Some(f)) => f,
+                Ok(None) => break,
+                Err(e) => {
+                    self.fail(out, &e);
+                    return input.len();
+                }
+            };
+            let payload = &input[pos + perflab_h2::HEAD_LEN..pos + len];
+            pos += len;
+            if let Err(e) = self.frame(h, payload, out, io, peer) {
+                self.fail(out, &e);
+                return input.len();
+            }
+        }
+        pos
+    }
+
+    fn frame(
+        &mut self,
+        h: Head,
+        p: &[u8],
+        out: &mut Vec<u8>,
+        io: &mut Io<'_, '_>,
+        peer: SocketAddr,
+    ) -> Result<(), FrameError> {
+        if let Some(c) = self.cont {
+            if h.kind != kind::CONTINUATION || h.stream != c.stream {
+                return Err(err(code::PROTOCOL_ERROR, "expected CONTINUATION"));
+            }
+        }
+        if self.first_settings {
+            if h.kind != kind::SETTINGS || h.has(flag::ACK) {
+                return Err(err(
+                    code::PROTOCOL_ERROR,
+                    "preface not followed by SETTINGS",
+                ));
+            }
+            self.first_settings = false;
+        }
+        match h.kind {
+            kind::DATA => self.on_data(h, p, out, io, peer),
+            kind::HEADERS => self.on_headers(h, p, out, io, peer),
+            kind::PRIORITY => match (h.stream, p.len()) {
+                (0, _) => Err(err(code::PROTOCOL_ERROR, "PRIORITY on stream 0")),
+                (_, 5) => Ok(()), // priorities are ignored (RFC 9113 deprecates them)
+                (id, _) => {
+                    self.reset(out, id, code::FRAME_SIZE_ERROR);
+                    Ok(())
+                }
+            },
+            kind::RST_STREAM => self.on_rst(h, p),
+            kind::SETTINGS => self.on_settings(h, p, out),
+            kind::PUSH_PROMISE => Err(err(code::PROTOCOL_ERROR, "PUSH_PROMISE from a client")),
+            kind::PING => self.on_ping(h, p, out),
+            kind::GOAWAY => {
+                if h.stream != 0 {
+                    return Err(err(code::PROTOCOL_ERROR, "GOAWAY on a stream"));
+                }
+                frame::goaway(p)?;
+                self.goaway_received = true;
+                Ok(())
+            }
+            kind::WINDOW_UPDATE => self.on_window_update(h, p, out),
+            kind::CONTINUATION => self.on_continuation(h, p, out, io, peer),
+            _ => Ok(()), // unknown frame types are ignored (§4.1)
+        }
+    }
+
+    fn on_settings(&mut self, h: Head, p: &[u8], out: &mut Vec<u8>) -> Result<(), FrameError> {
+        if h.stream != 0 {
+            return Err(err(code::PROTOCOL_ERROR, "SETTINGS on a stream"));
+        }
+        if h.has(flag::ACK) {
+            if !p.is_empty() {
+                return Err(err(code::FRAME_SIZE_ERROR, "SETTINGS ACK with a payload"));
+            }
+            return Ok(());
+        }
+        let delta = self.peer.apply(p)?;
+        if delta != 0 {
+            // §6.9.2: the change applies to every open stream's window.
+            for s in self.streams.iter_mut() {
+                s.send_window += delta;
+                if s.send_window > i64::from(MAX_WINDOW) {
+                    return Err(err(code::FLOW_CONTROL_ERROR, "stream window above 2^31-1"));
+                }
+            }
+        }
+        frame::settings_ack(out);
+        Ok(())
+    }
+
+    fn on_ping(&mut self, h: Head, p: &[u8], out: &mut Vec<u8>) -> Result<(), FrameError> {
+        if h.stream != 0 {
+            return Err(err(code::PROTOCOL_ERROR, "PING on a stream"));
+        }
+        let data: [u8; 8] = p
+            .try_into()
+            .map_err(|_| err(code::FRAME_SIZE_ERROR, "PING payload is not 8 bytes"))?;
+        if !h.has(flag::ACK) {
+            frame::ping(out, true, data);
+        }
+        Ok(())
+    }
+
+    fn on_rst(&mut self, h: Head, p: &[u8]) -> Result<(), FrameError> {
+        frame::rst_code(p)?;
+        if h.stream == 0 || h.stream > self.last_id {
+            return Err(err(code::PROTOCOL_ERROR, "RST_STREAM on an idle stream"));
+        }
+        if let Some(i) = self.streams.find(h.stream) {
+            self.streams.close(i); // its queued response is dropped
+        }
+        Ok(())
+    }
+
+    fn on_window_update(&mut self, h: Head, p: &[u8], out: &mut Vec<u8>) -> Result<(), FrameError> {
+        let inc = i64::from(frame::window_increment(p)?);
+        if h.stream == 0 {
+            if inc == 0 {
+                return Err(err(code::PROTOCOL_ERROR, "WINDOW_UPDATE of 0"));
+            }
+            self.send_window += inc;
+            if self.send_window > i64::from(MAX_WINDOW) {
+                return Err(err(
+                    code::FLOW_CONTROL_ERROR,
+                    "connection window above 2^31-1",
+                ));
+            }
+            return Ok(());
+        }
+        if h.stream > self.last_id {
+            return Err(err(code::PROTOCOL_ERROR, "WINDOW_UPDATE on an idle stream"));
+        }
+        let Some(i) = self.streams.find(h.stream) else {
+            return Ok(()); // closed
+        };
+        let s = self.streams.get(i);
+        s.send_window += inc;
+        if inc == 0 {
+            self.reset(out, h.stream, code::PROTOCOL_ERROR);
+        } else if s.send_window > i64::from(MAX_WINDOW) {
+            self.reset(out, h.stream, code::FLOW_CONTROL_ERROR);
+        }
+        Ok(())
+    }
+
+    /// A stream error: RST_STREAM and forget the stream.
+    pub(super) fn reset(&mut self, out: &mut Vec<u8>, id: u32, c: u32) {
+        frame::rst_stream(out, id, c);
+        if let Some(i) = self.streams.find(id) {
+            self.streams.close(i);
+        }
+    }
+
+    fn on_headers(
+        &mut self,
+        h: Head,
+        p: &[u8],
+        out: &mut Vec<u8>,
+        io: &mut Io<'_, '_>,
+        peer: SocketAddr,
+    ) -> Result<(), FrameError> {
+        if h.stream == 0 || h.stream.is_multiple_of(2) {
+            return Err(err(
+                code::PROTOCOL_ERROR,
+                "HEADERS on stream 0 or an even stream",
+            ));
+        }
+        let fragment = frame::unpad(&h, p)?;
+        let end_stream = h.has(flag::END_STREAM);
+        if h.has(flag::END_HEADERS) {
+            return self.header_block(h.stream, fragment, end_stream, out, io, peer);
+        }
+        self.block.clear();
+        self.block.extend_from_slice(fragment);
+        self.cont = Some(Continuation {
+            stream: h.stream,
+            end_stream,
+        });
+        Ok(())
+    }
+
+    fn on_continuation(
+        &mut self,
+        h: Head,
+        p: &[u8],
+        out: &mut Vec<u8>,
+        io: &mut Io<'_, '_>,
+        peer: SocketAddr,
+    ) -> Result<(), FrameError> {
+        let Some(c) = self.cont else {
+            return Err(err(code::PROTOCOL_ERROR, "CONTINUATION without HEADERS"));
+        };
+        self.block.extend_from_slice(p);
+        if self.block.len() > 4 * self.limits.max_header_bytes + MAX_FRAME as usize {
+            return Err(err(code::ENHANCE_YOUR_CALM, "header block too large"));
+        }
+        if !h.has(flag::END_HEADERS) {
+            return Ok(());
+        }
+        self.cont = None;
+        let block = std::mem::take(&mut self.block);
+        let r = self.header_block(c.stream, &block, c.end_stream, out, io, peer);
+        self.block = block;
+        r
+    }
+
+    fn decode_discard(&mut self, block: &[u8]) -> Result<(), FrameError> {
+        self.decoder
+            .decode(block, |_, _| {})
+            .map_err(|_| err(code::COMPRESSION_ERROR, "undecodable header block"))
+    }
+
+    /// A complete header block for stream `id`: a new request, or trailers.
+    fn header_block(
+        &mut self,
+        id: u32,
+        block: &[u8],
+        end_stream: bool,
+        out: &mut Vec<u8>,
+        io: &mut Io<'_, '_>,
+        peer: SocketAddr,
+    ) -> Result<(), FrameError> {
+        if let Some(i) = self.streams.find(id) {
+            // Trailers: decoded (for the HPACK state) and dropped; they end the request.
+            self.decode_discard(block)?;
+            let s = self.streams.get(i);
+            if !s.recv_open {
+                self.reset(out, id, code::STREAM_CLOSED);
+            } else if !end_stream {
+                self.reset(out, id, code::PROTOCOL_ERROR);
+            } else {
+                self.end_of_request(i, out, io, peer);
+            }
+            return Ok(());
+        }
+        if id <= self.last_id || self.goaway_sent {
+            // A closed stream, or one opened after our GOAWAY: ignored (§6.8).
+            return self.decode_discard(block);
+        }
+        self.last_id = id;
+        if self.streams.len() >= self.limits.max_streams as usize {
+            self.decode_discard(block)?;
+            frame::rst_stream(out, id, code::REFUSED_STREAM);
+            return Ok(());
+        }
+        let decoded = io
+            .scratch
+            .decode_request(&mut self.decoder, block, self.limits.max_header_bytes)
+            .map_err(|_| err(code::COMPRESSION_ERROR, "undecodable header block"))?;
+        let declared = match decoded {
+            Decoded::Malformed => {
+                frame::rst_stream(out, id, code::PROTOCOL_ERROR);
+                return Ok(());
+            }
+            Decoded::TooLarge => None,
+            Decoded::Request { declared } => declared,
+        };
+        let i = self.streams.open(
+            id,
+            i64::from(STREAM_WINDOW),
+            i64::from(self.peer.initial_window_size),
+        );
+        let s = self.streams.get(i);
+        s.declared = declared;
+        if decoded == Decoded::TooLarge {
+            s.recv_open = !end_stream;
+            s.discard = true;
+            self.answer(i, out, io, peer, Some(431));
+            return Ok(());
+        }
+        if end_stream {
+            s.recv_open = false;
+            if declared.is_some_and(|n| n != 0) {
+                self.reset(out, id, code::PROTOCOL_ERROR); // content-length without body
+                return Ok(());
+            }
+            // The common case, a GET: answered from the worker's scratch, no copy.
+            self.answer(i, out, io, peer, None);
+        } else {
+            s.head.extend_from_slice(&io.scratch.req);
+        }
+        Ok(())
+    }
+
+    /// The request on stream `i` is complete (END_STREAM seen): answer it.
+    fn end_of_request(
+        &mut self,
+        i: usize,
+        out: &mut Vec<u8>,
+        io: &mut Io<'_, '_>,
+        peer: SocketAddr,
+    ) {
+        let s = self.streams.get(i);
+        s.recv_open = false;
+        if s.answered {
+            // Answered early (413/431): the rest was discarded.
+            if !s.sending {
+                self.streams.close(i);
+            }
+            return;
+        }
+        if s.declared.is_some_and(|n| n != s.body.len() as u64) {
+            let id = s.id;
+            self.reset(out, id, code::PROTOCOL_ERROR); // §8.1.1: malformed
+            return;
+        }
+        self.answer(i, out, io, peer, None);
+    }
+
+    fn on_data(
+        &mut self,
+        h: Head,
+        p: &[u8],
+        out: &mut Vec<u8>,
+        io: &mut Io<'_, '_>,
+        peer: SocketAddr,
+    ) -> Result<(), FrameError> {
+        if h.stream == 0 {
+            return Err(err(code::PROTOCOL_ERROR, "DATA on stream 0"));
+        }
+        // The whole payload, padding included, counts against the windows (§6.9.1).
+        let len = i64::from(h.len);
+        if len > self.recv_window {
+            return Err(err(
+                code::FLOW_CONTROL_ERROR,
+                "DATA beyond the connection window",
+            ));
+        }
+        self.recv_window -= len;
+        self.recv_unacked += h.len;
+        if self.recv_unacked >= CONN_WINDOW / 2 {
+            frame::window_update(out, 0, self.recv_unacked);
+            self.recv_window += i64::from(self.recv_unacked);
+            self.recv_unacked = 0;
+        }
+        let data = frame::unpad(&h, p)?;
+        let Some(i) = self.streams.find(h.stream) else {
+            if h.stream > self.last_id {
+                return Err(err(code::PROTOCOL_ERROR, "DATA on an idle stream"));
+            }
+            return Ok(()); // a stream we closed or reset
+        };
+        let max_body = self.limits.max_body_bytes;
+        let s = self.streams.get(i);
+        if !s.recv_open {
+            self.reset(out, h.stream, code::STREAM_CLOSED);
+            return Ok(());
+        }
+        if len > s.recv_window {
+            self.reset(out, h.stream, code::FLOW_CONTROL_ERROR);
+            return Ok(());
+        }
+        s.recv_window -= len;
+        s.recv_unacked += h.len;
+        let mut too_large = false;
+        if !s.discard {
+            if s.body.len() + data.len() > max_body {
+                s.discard = true;
+                s.body.clear();
+                too_large = true;
+            } else {
+                s.body.extend_from_slice(data);
+            }
+        }
+        if h.has(flag::END_STREAM) {
+            if too_large {
+                s.recv_open = false;
+                self.answer(i, out, io, peer, Some(413));
+            } else {
+                self.end_of_request(i, out, io, peer);
+            }
+            return Ok(());
+        }
+        if s.recv_unacked >= STREAM_WINDOW / 2 {
+            frame::window_update(out, h.stream, s.recv_unacked);
+            s.recv_window += i64::from(s.recv_unacked);
+            s.recv_unacked = 0;
+        }
+        if too_large {
+            // Answered now; the rest of the body is read and dropped (§8.1).
+            self.answer(i, out, io, peer, Some(413));
+        }
+        Ok(())
+    }
+}
