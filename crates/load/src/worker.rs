@@ -20,8 +20,8 @@ use crate::parse::Completed;
 use crate::record::{Msg, Recorder};
 use crate::request::Prepared;
 use std::io;
-use std::sync::mpsc::Sender;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
