@@ -277,3 +277,100 @@ fn ctrl_c_ends_the_load_and_keeps_what_ran() {
     assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
     assert!(stderr(&out).contains("recorded as run"), "{}", stderr(&out));
 }
+
+/// `perflab serve DIR` with a test certificate; killed on drop.
+fn perflab_serve(dir: &Path, tls: bool) -> (Killed, String) {
+    use std::io::BufRead;
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("perflab"));
+    cmd.args(["serve", "--port", "0", "--workers", "1"])
+        .arg(dir.join("www"));
+    if tls {
+        cmd.arg("--tls-cert")
+            .arg(dir.join("cert.pem"))
+            .arg("--tls-key")
+            .arg(dir.join("key.pem"));
+    }
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .expect("listening on URL")
+        .to_string();
+    (Killed(child), url)
+}
+
+#[test]
+fn perflab_measures_its_own_server_over_h2c_and_h2() {
+    let lab = Lab::new();
+    let dir = lab.dir.path();
+    let made = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+        ])
+        .args(["-nodes", "-days", "1", "-subj", "/CN=localhost", "-keyout"])
+        .arg(dir.join("key.pem"))
+        .arg("-out")
+        .arg(dir.join("cert.pem"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: openssl is not installed");
+        return;
+    }
+    std::fs::create_dir_all(dir.join("www")).unwrap();
+    std::fs::write(dir.join("www/4k.bin"), vec![b'y'; 4096]).unwrap();
+    let (_plain, url) = perflab_serve(dir, false);
+    let v = lab.json(&[
+        "http",
+        &format!("{url}4k.bin"),
+        "--http2",
+        "-c",
+        "4",
+        "--streams",
+        "8",
+        "-n",
+        "2000",
+        "--json",
+    ]);
+    assert_eq!(
+        (v["requests"].as_u64(), v["errors"]["total"].as_u64()),
+        (Some(2000), Some(0)),
+        "{v}"
+    );
+    assert_eq!(v["status"]["200"], 2000);
+    assert_eq!(v["protocols"]["h2"], 4);
+    let (_tls, url) = perflab_serve(dir, true);
+    assert!(url.starts_with("https://"), "{url}");
+    let v = lab.json(&[
+        "http",
+        &format!("{url}4k.bin"),
+        "-k",
+        "-c",
+        "2",
+        "--streams",
+        "4",
+        "-n",
+        "500",
+        "--json",
+    ]);
+    assert_eq!(
+        (v["requests"].as_u64(), v["errors"]["total"].as_u64()),
+        (Some(500), Some(0)),
+        "{v}"
+    );
+    assert_eq!(v["protocols"]["h2"], 2, "ALPN picks h2: {}", v["protocols"]);
+}
