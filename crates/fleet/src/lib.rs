@@ -10,12 +10,16 @@
 //!   stdout, stopped by the end of its stdin;
 //! - [`remote`]: the runner's factory for runs over hosts (`on = [...]`, `--on`,
 //!   `[workload] host`) and its opener of sessions with hosts;
+//! - [`agent`] and [`agents`]: distributed load (`perflab http --agents`), the agent's
+//!   side and the controller's: split, barrier, merge;
 //! - [`session`]: a session with a host for the service under test and the monitor
 //!   that run there (`[service] host`, `[monitor] host`).
 //!
 //! The trial seam is `perflab_workloads::spec::TrialSpec` (docs/architecture.md): the
 //! same spec a local trial runs is what the worker reads.
 
+pub mod agent;
+pub mod agents;
 pub mod deploy;
 pub mod inventory;
 pub mod remote;

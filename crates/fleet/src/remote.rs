@@ -58,7 +58,7 @@ impl Fleet {
         }
     }
 
-    fn perflab_on(&self, host: &Host) -> Result<String, String> {
+    pub(crate) fn perflab_on(&self, host: &Host) -> Result<String, String> {
         let mut d = self.deployed.lock().unwrap_or_else(|e| e.into_inner());
         d.entry(host.name.clone())
             .or_insert_with(|| crate::deploy::ensure(&self.ssh, host, &self.scratch))

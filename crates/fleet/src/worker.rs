@@ -2,7 +2,8 @@
 //! JSON line on stdin, runs it with the same workloads the runner uses, and writes
 //! [`Event`]s as JSON lines on stdout — `started` (its clock, for the controller's
 //! offset estimate), then `measurement` or `error` — and exits. (A first line that is
-//! a session request instead starts a session: [`crate::session`].) When its stdin closes
+//! a session request instead starts a session: [`crate::session`]; `"agent"` makes it
+//! an agent of a distributed load: [`crate::agent`].) When its stdin closes
 //! before the trial ends (the controller was interrupted, or the ssh session died) it
 //! interrupts the trial, which stops what it started, and exits: no pty, no SIGHUP, no
 //! orphan.
@@ -111,6 +112,10 @@ pub fn serve(
     // on this host, for a workload that runs elsewhere.
     if let Ok(req) = serde_json::from_str::<crate::session::Request>(&line) {
         return crate::session::serve(req, input, out, scratch);
+    }
+    // An agent of a distributed load (`perflab http --agents`): crate::agent.
+    if let Ok(crate::agent::Order::Agent) = serde_json::from_str(&line) {
+        return crate::agent::serve(input, out, host);
     }
     let spec: Result<TrialSpec, String> = match read {
         Ok(0) => Err("stdin closed before a trial spec came".into()),

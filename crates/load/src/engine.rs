@@ -169,6 +169,7 @@ fn coordinate(
                 }
             }
             let point = sec.point(ctx.second_offset);
+            ctx.observer.interval(&point, &sec.hist);
             ctx.observer.second(&point);
             res.series.push(point);
         }

@@ -23,10 +23,10 @@ use crate::error::{LoadError, SpecError};
 use crate::request::Prepared;
 pub use crate::spec::IoChoice;
 use crate::spec::{uring_misfit, LoadSpec};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The I/O engine that ran (the report's `io`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Io {
     /// mio / epoll readiness.

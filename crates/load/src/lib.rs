@@ -35,6 +35,7 @@ mod h2;
 mod hdrlog;
 mod http1;
 mod io;
+mod merge;
 mod observe;
 mod open;
 mod parse;
@@ -62,6 +63,7 @@ pub use cpu::SATURATION;
 pub use error::{LoadError, SpecError};
 pub use findmax::DEFAULT_START_RATE;
 pub use io::{uring_support, Io, IoChoice};
+pub use merge::{decode_histogram, encode_histogram, merge_series, second_p99};
 pub use observe::{NoObserver, Observer};
 pub use open::LATE_AFTER;
 pub use report::{

@@ -4,11 +4,16 @@
 
 use crate::report::Step;
 use crate::series::SecondPoint;
+use hdrhistogram::Histogram;
 
 /// Receives progress while a run goes on.
 pub trait Observer {
     /// One recorded second finished.
     fn second(&mut self, _point: &SecondPoint) {}
+    /// The same second's latency histogram (µs; corrected in open loop), just before
+    /// [`Observer::second`]: for a caller that adds the seconds of several generators
+    /// (a distributed load's agents stream it).
+    fn interval(&mut self, _point: &SecondPoint, _hist: &Histogram<u64>) {}
     /// A ramp or find-max step finished.
     fn step(&mut self, _step: &Step) {}
 }

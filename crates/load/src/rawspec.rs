@@ -191,3 +191,131 @@ impl TryFrom<RawSpec> for LoadSpec {
         Ok(spec)
     }
 }
+
+impl LoadSpec {
+    /// The table form of this spec — what [`LoadSpec`]'s `Deserialize` reads back —
+    /// for sending a spec to another process (a distributed load's agents). Only what
+    /// travels is written: thresholds and SLOs are judged where the results meet, and
+    /// a spec that names local files (`urls_file`, `targets`, `body_file`, `cacert`,
+    /// `unix_socket`, `hdr_log`) or is a ramp or a knee search cannot be sent (the
+    /// error names the field).
+    pub fn to_table(&self) -> Result<serde_json::Value, SpecError> {
+        let local = [
+            ("urls_file", self.urls_file.is_some()),
+            ("targets", self.targets.is_some()),
+            ("body_file", self.body_file.is_some()),
+            ("cacert", self.cacert.is_some()),
+            ("unix_socket", self.unix_socket.is_some()),
+            ("hdr_log", self.hdr_log.is_some()),
+            ("ramp", self.ramp.is_some()),
+            ("find_max", self.find_max),
+        ];
+        if let Some((field, _)) = local.iter().find(|(_, set)| *set) {
+            return Err(SpecError::Conflict(format!(
+                "`{field}` cannot be sent to another host (it names a local file, or is a \
+                 ramp or a knee search)"
+            )));
+        }
+        let secs = |d: Duration| format!("{}ns", d.as_nanos());
+        let mut t = serde_json::Map::new();
+        let mut put = |k: &str, v: serde_json::Value| {
+            t.insert(k.to_string(), v);
+        };
+        put("urls", serde_json::json!(self.urls));
+        put(
+            "order",
+            serde_json::json!(if self.weighted {
+                "weighted"
+            } else if self.random {
+                "random"
+            } else {
+                "sequential"
+            }),
+        );
+        put("method", serde_json::json!(self.method));
+        let headers: Vec<String> = self
+            .headers
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        put("headers", serde_json::json!(headers));
+        if let Some(b) = &self.body {
+            let text = String::from_utf8(b.clone()).map_err(|_| {
+                SpecError::Conflict(
+                    "a body that is not UTF-8 cannot be sent to another host".into(),
+                )
+            })?;
+            put("body", serde_json::json!(text));
+        }
+        put("connections", serde_json::json!(self.connections));
+        if let Some(n) = self.threads {
+            put("threads", serde_json::json!(n));
+        }
+        if let Some(d) = self.duration {
+            put("duration", serde_json::json!(secs(d)));
+        }
+        if let Some(n) = self.requests {
+            put("requests", serde_json::json!(n));
+        }
+        put("warmup", serde_json::json!(secs(self.warmup)));
+        if let Some(r) = self.rate {
+            put("rate", serde_json::json!(r));
+        }
+        if let Some(n) = self.max_connections {
+            put("max_connections", serde_json::json!(n));
+        }
+        put("keepalive", serde_json::json!(self.keepalive));
+        put("pipeline", serde_json::json!(self.pipeline));
+        put("timeout", serde_json::json!(secs(self.timeout)));
+        put(
+            "connect_timeout",
+            serde_json::json!(secs(self.connect_timeout)),
+        );
+        put("insecure", serde_json::json!(self.insecure));
+        let io = match self.io {
+            IoChoice::Auto => "auto",
+            IoChoice::Epoll => "epoll",
+            IoChoice::Uring => "uring",
+        };
+        put("io", serde_json::json!(io));
+        let http = match self.http {
+            HttpVersion::Auto => "auto",
+            HttpVersion::Http1 => "1.1",
+            HttpVersion::Http2 => "2",
+        };
+        put("http", serde_json::json!(http));
+        put("streams", serde_json::json!(self.streams));
+        put("h2_window", serde_json::json!(self.h2_window));
+        Ok(serde_json::Value::Object(t))
+    }
+}
+
+#[cfg(test)]
+mod table_tests {
+    use super::*;
+
+    #[test]
+    fn the_table_form_reads_back_as_the_same_spec() {
+        let mut s = LoadSpec::new("http://127.0.0.1:9/x");
+        s.connections = 3;
+        s.duration = Some(Duration::from_millis(2500));
+        s.rate = Some(250.5);
+        s.timeout = Duration::from_millis(1500);
+        s.warmup = Duration::from_micros(1);
+        s.headers = vec![("X-A".into(), "b: c".into())];
+        s.body = Some(b"hello".to_vec());
+        s.http = HttpVersion::Http1;
+        s.io = IoChoice::Epoll;
+        s.random = true;
+        let back: LoadSpec = serde_json::from_value(s.to_table().unwrap()).unwrap();
+        assert_eq!(back, s);
+    }
+
+    #[test]
+    fn local_files_do_not_travel() {
+        let mut s = LoadSpec::new("http://127.0.0.1:9/");
+        s.body_file = Some("b.json".into());
+        let e = s.to_table().unwrap_err().to_string();
+        assert!(e.contains("body_file"), "{e}");
+    }
+}

@@ -16,7 +16,7 @@ use crate::series::SecondPoint;
 use crate::siege::Siege;
 use hdrhistogram::serialization::{Serializer, V2Serializer};
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The warning printed when the generator's threads are saturated.
@@ -24,7 +24,7 @@ pub const SATURATED_WARNING: &str =
     "the load generator is saturated: this measures the client, not the server";
 
 /// Failed requests by kind, as in the JSON contract.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Errors {
     /// All failed requests.
     pub total: u64,
@@ -41,7 +41,7 @@ pub struct Errors {
 }
 
 /// The finer split of [`Errors`]: the nine kinds the engine tells apart.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ErrorKinds {
     pub connect_refused: u64,
     pub connect_timeout: u64,
@@ -59,7 +59,7 @@ pub struct ErrorKinds {
 }
 
 /// Latency summary in milliseconds.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Latency {
     pub mean: f64,
     pub sd: f64,
@@ -94,7 +94,7 @@ impl Latency {
 }
 
 /// One step of a ramp or of a knee search.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Step {
     /// The step's target: a rate (requests/s) or a number of connections.
     pub target: f64,
@@ -114,7 +114,7 @@ pub struct Step {
 }
 
 /// One target of a run with several: its own rate, latency and statuses.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TargetReport {
     pub name: String,
     pub method: String,
@@ -129,7 +129,7 @@ pub struct TargetReport {
 }
 
 /// What kind of run produced a report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
     Closed,
@@ -138,8 +138,10 @@ pub enum Mode {
     FindMax,
 }
 
-/// The result of a run. See the module doc for the JSON form.
-#[derive(Debug, Clone, Serialize)]
+/// The result of a run. See the module doc for the JSON form. It reads back from that
+/// JSON too (an agent's report, `crate::merge`), without its histograms, which travel
+/// apart.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub requests: u64,
     pub duration_s: f64,
@@ -171,7 +173,7 @@ pub struct Report {
     /// HTTP/2 streams per connection asked for (`--streams`).
     pub streams: usize,
     /// Stopped early from outside (Ctrl-C): the figures cover what ran.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
     pub error_kinds: ErrorKinds,
     /// Mean fraction of wall time the worker threads spent on CPU.
@@ -187,12 +189,12 @@ pub struct Report {
     /// The I/O engine that ran the connections: `epoll` or `uring`.
     pub io: Io,
     /// Per target, when the run has more than one (a request mix or several URLs).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<TargetReport>,
+    #[serde(skip, default = "new_histogram")]
+    pub(crate) histogram: Histogram<u64>,
     #[serde(skip)]
-    histogram: Histogram<u64>,
-    #[serde(skip)]
-    histogram_uncorrected: Option<Histogram<u64>>,
+    pub(crate) histogram_uncorrected: Option<Histogram<u64>>,
 }
 
 impl Report {

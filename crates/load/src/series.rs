@@ -5,12 +5,12 @@
 
 use crate::record::{new_histogram, Tick, Totals};
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// One second of the recorded run (all threads together).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SecondPoint {
     /// Seconds since the recorded part began (ramps continue counting across steps).
     pub second: u64,

@@ -16,13 +16,13 @@
 
 use crate::record::Totals;
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 const MB: f64 = 1024.0 * 1024.0;
 
 /// Siege's summary fields.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Siege {
     pub transactions: u64,
     pub availability: f64,

@@ -203,6 +203,26 @@ pub struct HttpArgs {
     /// bytes (default 2^30-1; a small one makes the server wait for WINDOW_UPDATEs).
     #[arg(long, value_name = "BYTES", default_value_t = perflab_load::DEFAULT_H2_WINDOW)]
     pub h2_window: u32,
+
+    /// Distributed load: run the load from these inventory hosts over ssh, split
+    /// between them (-c, --rate and -n shared by their cores or --agent-weights), started
+    /// together, their histograms added (see docs/fleet.md).
+    #[arg(long, value_name = "HOST,...", value_delimiter = ',')]
+    pub agents: Vec<String>,
+
+    /// With --agents: each agent's share of the load, in the order of --agents
+    /// (e.g. 1,2) [default: by each agent's cores].
+    #[arg(long, value_name = "W,...", value_delimiter = ',', requires = "agents")]
+    pub agent_weights: Vec<String>,
+
+    /// With --agents: the inventory, `[[hosts]]` tables (.toml) or an Ansible INI file
+    /// [default: hosts.toml].
+    #[arg(long, value_name = "FILE", requires = "agents")]
+    pub hosts: Option<PathBuf>,
+
+    /// With --agents: trust a host's key seen for the first time (never a changed one).
+    #[arg(long, requires = "agents")]
+    pub accept_new_host_keys: bool,
 }
 
 /// Builds the engine's spec from the flags.
@@ -287,6 +307,9 @@ pub fn spec_from_args(a: &HttpArgs) -> Result<LoadSpec, SpecError> {
 /// Runs `perflab http`.
 pub fn run(g: &crate::Global, args: &HttpArgs) -> anyhow::Result<ExitCode> {
     let spec = spec_from_args(args).map_err(invalid)?;
+    if !args.agents.is_empty() {
+        return super::http_agents::run(g, args, spec);
+    }
     // Resolves hosts and reads files: still nothing sent.
     let checked = perflab_load::check(&spec).map_err(invalid)?;
     let live = !g.quiet && !args.json && std::io::stderr().is_terminal();
@@ -354,8 +377,17 @@ pub fn record_into_store(
     spec: &LoadSpec,
     report: &Report,
 ) -> anyhow::Result<i64> {
+    record_with(g, spec, report, perflab_store::Params::new())
+}
+
+/// [`record_into_store`] with more parameters (a distributed load's agents).
+pub fn record_with(
+    g: &crate::Global,
+    spec: &LoadSpec,
+    report: &Report,
+    mut params: perflab_store::Params,
+) -> anyhow::Result<i64> {
     let store = perflab_store::Store::open(&g.store)?;
-    let mut params = perflab_store::Params::new();
     params.insert("urls".into(), serde_json::json!(spec.urls));
     params.insert("connections".into(), serde_json::json!(spec.connections));
     params.insert("mode".into(), serde_json::json!(report.mode));
@@ -382,7 +414,7 @@ pub fn record_into_store(
 }
 
 /// The flags the load library's field names stand for, where they are not `--field`.
-const SHORT: &[(&str, &str)] = &[
+pub(crate) const SHORT: &[(&str, &str)] = &[
     ("requests", "-n"),
     ("duration", "-d"),
     ("thresholds", "--threshold"),

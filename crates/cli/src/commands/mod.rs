@@ -9,6 +9,7 @@ pub mod disk;
 pub mod doctor;
 pub mod export;
 pub mod http;
+pub mod http_agents;
 pub mod import;
 pub mod mem;
 pub mod net;
