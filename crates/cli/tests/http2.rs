@@ -72,7 +72,7 @@ fn nginx(dir: &Path) -> Option<Nginx> {
         ""
     };
     let conf = format!(
-        "{user}\nworker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
+        "{user}\nworker_processes 1;\nmaster_process off;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
          events {{ worker_connections 256; }}\n\
          http {{ access_log off; keepalive_requests 1000000;\n\
          client_body_temp_path {d}/tmp; proxy_temp_path {d}/tmp;\n\
