@@ -29,6 +29,28 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// A self-signed test certificate `dir/cert.pem` and its key `dir/key.pem` (openssl);
+/// false where openssl is missing.
+fn make_cert(dir: &Path) -> bool {
+    Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+        ])
+        .args(["-nodes", "-days", "1", "-subj", "/CN=localhost", "-keyout"])
+        .arg(dir.join("key.pem"))
+        .arg("-out")
+        .arg(dir.join("cert.pem"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 /// nginx serving `dir/www` as h2c on one port, h2 over TLS on another and h2c on a unix
 /// socket; `None` (the test is skipped) where nginx or openssl is missing.
 struct Nginx {
@@ -43,24 +65,9 @@ fn nginx(dir: &Path) -> Option<Nginx> {
         .into_iter()
         .find(|n| Command::new(n).arg("-v").output().is_ok())?;
     let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    let made = Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-        ])
-        .args(["-nodes", "-days", "1", "-subj", "/CN=localhost", "-keyout"])
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .ok()?;
-    assert!(made.success(), "openssl could not make a test certificate");
+    if !make_cert(dir) {
+        return None;
+    }
     std::fs::create_dir_all(dir.join("www")).unwrap();
     std::fs::create_dir_all(dir.join("tmp")).unwrap();
     std::fs::write(dir.join("www/4k.bin"), vec![b'x'; 4096]).unwrap();
@@ -311,23 +318,7 @@ fn perflab_serve(dir: &Path, tls: bool) -> (Killed, String) {
 fn perflab_measures_its_own_server_over_h2c_and_h2() {
     let lab = Lab::new();
     let dir = lab.dir.path();
-    let made = Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-        ])
-        .args(["-nodes", "-days", "1", "-subj", "/CN=localhost", "-keyout"])
-        .arg(dir.join("key.pem"))
-        .arg("-out")
-        .arg(dir.join("cert.pem"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    if !made.is_ok_and(|s| s.success()) {
+    if !make_cert(dir) {
         eprintln!("skipped: openssl is not installed");
         return;
     }
