@@ -8,18 +8,8 @@ mod common;
 use common::*;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
-
-/// A child killed when the test ends, also on failure.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -61,49 +51,19 @@ struct Nginx {
 }
 
 fn nginx(dir: &Path) -> Option<Nginx> {
-    let nginx = ["/usr/sbin/nginx", "nginx"]
-        .into_iter()
-        .find(|n| Command::new(n).arg("-v").output().is_ok())?;
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
     if !make_cert(dir) {
         return None;
     }
-    std::fs::create_dir_all(dir.join("www")).unwrap();
-    std::fs::create_dir_all(dir.join("tmp")).unwrap();
-    std::fs::write(dir.join("www/4k.bin"), vec![b'x'; 4096]).unwrap();
     let (h2c, tls, sock) = (free_port(), free_port(), dir.join("nginx.sock"));
-    // SAFETY: geteuid has no preconditions.
-    let user = if unsafe { libc::geteuid() } == 0 {
-        "user root;"
-    } else {
-        ""
-    };
-    let conf = format!(
-        "{user}\nworker_processes 1;\nmaster_process off;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
-         events {{ worker_connections 256; }}\n\
-         http {{ access_log off; keepalive_requests 1000000;\n\
-         client_body_temp_path {d}/tmp; proxy_temp_path {d}/tmp;\n\
-         fastcgi_temp_path {d}/tmp; uwsgi_temp_path {d}/tmp; scgi_temp_path {d}/tmp;\n\
-         server {{ listen 127.0.0.1:{h2c} http2; listen unix:{s} http2; root {d}/www; }}\n\
-         server {{ listen 127.0.0.1:{tls} ssl http2; ssl_certificate {c};\n\
-         ssl_certificate_key {k}; root {d}/www; }} }}\n",
+    let servers = format!(
+        "server {{ listen 127.0.0.1:{h2c} http2; listen unix:{s} http2; root {d}/www; }}\n\
+         server {{ listen 127.0.0.1:{tls} ssl http2; ssl_certificate {d}/cert.pem;\n\
+         ssl_certificate_key {d}/key.pem; root {d}/www; }}",
         d = dir.display(),
         s = sock.display(),
-        c = cert.display(),
-        k = key.display()
     );
-    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
-    let child = Killed(
-        Command::new(nginx)
-            .arg("-p")
-            .arg(dir)
-            .arg("-c")
-            .arg(dir.join("nginx.conf"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let child = start_nginx(dir, &servers)?;
+    std::fs::write(dir.join("www/4k.bin"), vec![b'x'; 4096]).unwrap();
     let up = wait_until(Duration::from_secs(10), || {
         std::net::TcpStream::connect(("127.0.0.1", tls)).is_ok() && sock.exists()
     });

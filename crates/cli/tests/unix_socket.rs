@@ -5,18 +5,8 @@
 mod common;
 use common::*;
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
-
-/// A child killed when the test ends, also on failure.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn serve_unix(sock: &std::path::Path) -> Killed {
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("perflab"))
@@ -118,46 +108,19 @@ fn an_experiment_loads_a_service_on_a_unix_socket() {
 
 #[test]
 fn http_through_a_unix_socket_to_nginx() {
-    let nginx = ["/usr/sbin/nginx", "nginx"]
-        .into_iter()
-        .find(|n| Command::new(n).arg("-v").output().is_ok());
-    let Some(nginx) = nginx else {
+    let lab = Lab::new();
+    let dir = lab.dir.path();
+    let sock = dir.join("nginx.sock");
+    let server = format!(
+        "server {{ listen unix:{}; root {}/www; }}",
+        sock.display(),
+        dir.display()
+    );
+    let Some(_nginx) = start_nginx(dir, &server) else {
         eprintln!("skipped: nginx is not installed");
         return;
     };
-    let lab = Lab::new();
-    let dir = lab.dir.path();
-    std::fs::create_dir_all(dir.join("www")).unwrap();
-    std::fs::create_dir_all(dir.join("tmp")).unwrap();
     std::fs::write(dir.join("www/index.html"), "from nginx\n").unwrap();
-    let sock = dir.join("nginx.sock");
-    // SAFETY: geteuid has no preconditions.
-    let user = if unsafe { libc::geteuid() } == 0 {
-        "user root;"
-    } else {
-        ""
-    };
-    let conf = format!(
-        "{user}\nworker_processes 1;\nmaster_process off;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
-         events {{ worker_connections 64; }}\n\
-         http {{ access_log off; client_body_temp_path {d}/tmp; proxy_temp_path {d}/tmp;\n\
-         fastcgi_temp_path {d}/tmp; uwsgi_temp_path {d}/tmp; scgi_temp_path {d}/tmp;\n\
-         server {{ listen unix:{s}; root {d}/www; }} }}\n",
-        d = dir.display(),
-        s = sock.display()
-    );
-    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
-    let _nginx = Killed(
-        Command::new(nginx)
-            .args(["-p"])
-            .arg(dir)
-            .arg("-c")
-            .arg(dir.join("nginx.conf"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
     assert!(
         wait_until(Duration::from_secs(10), || sock.exists()),
         "nginx did not create its socket: {}",

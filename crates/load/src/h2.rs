@@ -469,11 +469,6 @@ impl H2 {
             Progress::Moved
         })
     }
-
-    /// Requests in flight (failed by the caller with the connection).
-    pub fn in_flight_count(&self) -> usize {
-        self.streams.len()
-    }
 }
 
 /// A one-frame header block's bytes on the wire.

@@ -173,3 +173,52 @@ pub fn listening_addr(child: &mut std::process::Child) -> std::net::SocketAddr {
         .parse()
         .unwrap()
 }
+
+/// A child killed (and reaped) when the test ends, also on failure.
+pub struct Killed(pub std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// nginx in the foreground, one process (`master_process off`, so killing it leaves no
+/// worker behind), with its pid, logs and temp files under `dir` and `http_extra` inside
+/// its `http {}` block (the `server {}` blocks, with `{dir}/www` as the usual root);
+/// `None` where nginx is not installed.
+pub fn start_nginx(dir: &Path, http_extra: &str) -> Option<Killed> {
+    use std::process::{Command, Stdio};
+    let nginx = ["/usr/sbin/nginx", "nginx"]
+        .into_iter()
+        .find(|n| Command::new(n).arg("-v").output().is_ok())?;
+    std::fs::create_dir_all(dir.join("www")).unwrap();
+    std::fs::create_dir_all(dir.join("tmp")).unwrap();
+    // SAFETY: geteuid has no preconditions.
+    let user = if unsafe { libc::geteuid() } == 0 {
+        "user root;"
+    } else {
+        ""
+    };
+    let conf = format!(
+        "{user}\nworker_processes 1;\nmaster_process off;\ndaemon off;\npid {d}/nginx.pid;\n\
+         error_log {d}/error.log;\nevents {{ worker_connections 256; }}\n\
+         http {{ access_log off; keepalive_requests 1000000;\n\
+         client_body_temp_path {d}/tmp; proxy_temp_path {d}/tmp;\n\
+         fastcgi_temp_path {d}/tmp; uwsgi_temp_path {d}/tmp; scgi_temp_path {d}/tmp;\n\
+         {http_extra} }}\n",
+        d = dir.display(),
+    );
+    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+    let child = Command::new(nginx)
+        .arg("-p")
+        .arg(dir)
+        .arg("-c")
+        .arg(dir.join("nginx.conf"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    Some(Killed(child))
+}

@@ -444,7 +444,7 @@ impl Connection for EpollConn {
         self.state = ConnState::Down;
         self.phase = Phase::Tcp;
         self.write = None;
-        let h2 = self.h2.take().map_or(0, |h| h.in_flight_count());
+        let h2 = self.h2.take().map_or(0, |h| h.in_flight());
         h2 + self.x.reset()
     }
 
