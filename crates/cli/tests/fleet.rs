@@ -79,15 +79,118 @@ fn an_experiment_on_three_hosts_stores_each_hosts_trials() {
     // The export carries the host of every config.
     let exported = lab.run(&["export", "1"]);
     assert!(stdout(&exported).contains("\"host\": \"h2\""));
-    // No private key anywhere in the store or its WAL.
+    // No private key anywhere perflab wrote: the store and its WAL, the run's
+    // directory (logs, profiles), the reports, and what the commands printed.
     let key = std::fs::read_to_string(lab.path("id")).unwrap();
     let body = key.lines().nth(1).unwrap();
-    for f in ["results.db", "results.db-wal"] {
-        if let Ok(bytes) = std::fs::read(lab.path(f)) {
-            let text = String::from_utf8_lossy(&bytes);
-            assert!(!text.contains("PRIVATE KEY") && !text.contains(body), "{f}");
+    let leaks = |what: &str, bytes: &[u8]| {
+        let text = String::from_utf8_lossy(bytes);
+        assert!(
+            !text.contains("PRIVATE KEY") && !text.contains(body),
+            "a private key in {what}"
+        );
+    };
+    leaks("perflab run's output", &[out.stdout, out.stderr].concat());
+    for args in [
+        &["report", "1", "--html", "r.html"][..],
+        &["report", "1", "--markdown", "r.md"],
+        &["show", "1"],
+        &["export", "1"],
+    ] {
+        let o = lab.run(args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        leaks(&format!("{args:?}"), &[o.stdout, o.stderr].concat());
+    }
+    let mut files = vec![lab.path("results.db-wal")];
+    let mut dirs = vec![lab.dir.path().to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else {
+                files.push(p);
+            }
         }
     }
+    let mut read = 0;
+    for f in files {
+        let Ok(bytes) = std::fs::read(&f) else {
+            continue;
+        };
+        // The keys themselves (the test's user key, the hosts' keys) are where the
+        // test put them; every other file is checked.
+        if bytes.starts_with(b"-----BEGIN OPENSSH PRIVATE KEY") {
+            continue;
+        }
+        leaks(&f.display().to_string(), &bytes);
+        read += 1;
+    }
+    assert!(
+        read >= 4,
+        "the store, its run directory and the reports were read"
+    );
+}
+
+/// A workload that says when it started and ended (seconds since the epoch).
+const SPAN: &str = r#"
+[experiment]
+name = "span"
+repetitions = 2
+warmup = 0
+noise_check = false
+
+[workload]
+kind = "command"
+shell = true
+command = "echo start=$(date +%s.%N); sleep 1; echo end=$(date +%s.%N)"
+metrics.start = { regex = 'start=([0-9.]+)', unit = "s" }
+metrics.end = { regex = 'end=([0-9.]+)', unit = "s" }
+"#;
+
+#[test]
+fn hosts_run_their_trials_in_parallel_each_one_at_a_time() {
+    let lab = Lab::new();
+    let Some(hosts) = Hosts::new(lab.dir.path(), 2) else {
+        return;
+    };
+    lab.write("hosts.toml", &hosts.inventory(""));
+    let exp = lab.write("span.toml", SPAN);
+    let out = lab
+        .cmd()
+        .timeout(Duration::from_secs(120))
+        .args(["run", exp.to_str().unwrap(), "--on", "h0,h1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let export = lab.open_store().export_run(1).unwrap();
+    assert_eq!(export.trials.len(), 4);
+    // (host, start, end) of every trial, from the workload's own clock.
+    let spans: Vec<(String, f64, f64)> = export
+        .trials
+        .iter()
+        .map(|t| {
+            assert_eq!(t.status, "ok", "{t:?}");
+            let c = export.configs.iter().find(|c| c.ordinal == t.config);
+            let host = c.unwrap().params["host"].as_str().unwrap().to_string();
+            let v = |n: &str| t.metrics.iter().find(|m| m.name == n).unwrap().value;
+            (host, v("start"), v("end"))
+        })
+        .collect();
+    let overlap = |a: &(String, f64, f64), b: &(String, f64, f64)| a.1 < b.2 && b.1 < a.2;
+    let mut across = 0;
+    for (i, a) in spans.iter().enumerate() {
+        for b in &spans[i + 1..] {
+            if a.0 == b.0 {
+                // One host runs one trial at a time.
+                assert!(!overlap(a, b), "two trials at once on {}: {spans:?}", a.0);
+            } else if overlap(a, b) {
+                across += 1;
+            }
+        }
+    }
+    // The two hosts ran at the same time (one after the other, no two would overlap).
+    assert!(across >= 1, "the hosts ran one after the other: {spans:?}");
 }
 
 #[test]
@@ -179,7 +282,7 @@ fn ctrl_c_during_a_three_host_run_keeps_finished_trials_and_leaves_no_worker() {
         .unwrap();
     // Wait until a 30-s sleep runs in some namespace, after at least one finished trial.
     let sleeping = wait_until(Duration::from_secs(60), || {
-        (0..3).any(|i| hosts.processes(i).contains("sleep 30"))
+        (0..3).any(|i| hosts.processes(i).contains("sleep 30")) && ok_trials(&lab) >= 1
     });
     if !sleeping {
         let _ = child.kill();

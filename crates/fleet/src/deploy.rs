@@ -8,6 +8,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::OnceLock;
 
 use crate::inventory::Host;
 use crate::ssh::Ssh;
@@ -40,9 +41,32 @@ fn libc_of(ldd: &str) -> &'static str {
     }
 }
 
+/// This perflab, stripped, and the name of its copy on a host — prepared once per
+/// process, however many hosts (in parallel) it goes to.
+fn local_binary(scratch: &Path) -> Result<&'static (String, Vec<u8>), String> {
+    static BIN: OnceLock<Result<(String, Vec<u8>), String>> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().map_err(|e| format!("this perflab's path: {e}"))?;
+        let bin = stripped(&exe, scratch);
+        let bytes = std::fs::read(&bin).map_err(|e| format!("{}: {e}", bin.display()));
+        if bin != exe {
+            let _ = std::fs::remove_file(&bin);
+        }
+        let bytes = bytes?;
+        let name = format!(
+            "perflab-{}-{}",
+            env!("CARGO_PKG_VERSION"),
+            fingerprint(&bytes)
+        );
+        Ok((name, bytes))
+    })
+    .as_ref()
+    .map_err(Clone::clone)
+}
+
 /// The local binary with its debug info stripped (a copy, when `strip` is there).
 fn stripped(exe: &Path, scratch: &Path) -> PathBuf {
-    let out = scratch.join("perflab-stripped");
+    let out = scratch.join(format!("perflab-stripped.{}", std::process::id()));
     let ok = std::fs::copy(exe, &out).is_ok()
         && std::process::Command::new("strip")
             .arg("--strip-debug")
@@ -117,14 +141,7 @@ pub fn ensure(ssh: &Ssh, host: &Host, scratch: &Path) -> Result<String, String> 
     if let Some(p) = &host.perflab {
         return Ok(crate::ssh::quote(&[p]));
     }
-    let exe = std::env::current_exe().map_err(|e| format!("this perflab's path: {e}"))?;
-    let bin = stripped(&exe, scratch);
-    let bytes = std::fs::read(&bin).map_err(|e| format!("{}: {e}", bin.display()))?;
-    let name = format!(
-        "perflab-{}-{}",
-        env!("CARGO_PKG_VERSION"),
-        fingerprint(&bytes)
-    );
+    let (name, bytes) = local_binary(scratch)?;
     let facts = probe(
         ssh,
         host,
@@ -152,7 +169,7 @@ pub fn ensure(ssh: &Ssh, host: &Host, scratch: &Path) -> Result<String, String> 
                 "set -e; d=\"$HOME/.cache/perflab/bin\"; mkdir -p \"$d\"; t=\"$d/.{name}.$$\"; \
                  cat > \"$t\"; chmod 755 \"$t\"; mv -f \"$t\" \"$d/{name}\""
             ),
-            Some(&bytes),
+            Some(bytes),
         )?;
         return Ok(format!("\"$HOME/.cache/perflab/bin/{name}\""));
     }

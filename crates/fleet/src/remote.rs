@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use perflab_workloads::spec::{Builtin, TrialSpec, WorkloadFactory};
@@ -34,6 +34,9 @@ use crate::session::HostSession;
 use crate::ssh::Ssh;
 use crate::worker::Event;
 
+/// A host's perflab (the word to run it by there), or why it has none: settled once.
+type Deployed = Arc<OnceLock<Result<String, String>>>;
+
 /// The factory of a run over hosts.
 pub struct Fleet {
     pub inventory: Inventory,
@@ -44,7 +47,8 @@ pub struct Fleet {
     /// parameter, from `on`, says otherwise).
     pub workload_host: Option<String>,
     /// Per host: the perflab to run there, or why there is none.
-    deployed: Mutex<HashMap<String, Result<String, String>>>,
+    /// (Hosts deploy in parallel: a host's first trial waits only for its own.)
+    deployed: Mutex<HashMap<String, Deployed>>,
 }
 
 impl Fleet {
@@ -59,9 +63,11 @@ impl Fleet {
     }
 
     pub(crate) fn perflab_on(&self, host: &Host) -> Result<String, String> {
-        let mut d = self.deployed.lock().unwrap_or_else(|e| e.into_inner());
-        d.entry(host.name.clone())
-            .or_insert_with(|| crate::deploy::ensure(&self.ssh, host, &self.scratch))
+        let cell = {
+            let mut d = self.deployed.lock().unwrap_or_else(|e| e.into_inner());
+            d.entry(host.name.clone()).or_default().clone()
+        };
+        cell.get_or_init(|| crate::deploy::ensure(&self.ssh, host, &self.scratch))
             .clone()
     }
 }
@@ -80,6 +86,12 @@ impl WorkloadFactory for Fleet {
             perflab,
             spec: trial.clone(),
         }))
+    }
+
+    /// Each host's trials are independent of the others' (they run there, over their
+    /// own ssh sessions), so a run drives its hosts in parallel.
+    fn concurrent(&self) -> Option<&(dyn WorkloadFactory + Sync)> {
+        Some(self)
     }
 }
 

@@ -236,6 +236,13 @@ impl TrialSpec {
 /// a fake, and a remote worker would give it the same [`Builtin`] on the other host.
 pub trait WorkloadFactory {
     fn build(&self, trial: &TrialSpec) -> Result<Box<dyn Workload>, WorkloadError>;
+
+    /// This factory, when its workloads may be built and run from several threads at
+    /// once — trials on different hosts, which a run then drives in parallel. `None`
+    /// (the default) keeps a run's trials one at a time.
+    fn concurrent(&self) -> Option<&(dyn WorkloadFactory + Sync)> {
+        None
+    }
 }
 
 /// The workloads of this library, by kind.

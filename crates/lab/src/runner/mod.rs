@@ -24,6 +24,7 @@ use crate::plan::{self, Config, PlannedTrial};
 use crate::service::free_port;
 use crate::site::{Site, Sites};
 
+mod lanes;
 mod placed;
 mod trial;
 
@@ -516,8 +517,12 @@ impl Runner<'_> {
         (reps, worst)
     }
 
-    /// Runs trials in order; true when interrupted.
+    /// Runs trials in order — or, on several hosts, each host's in order and the hosts
+    /// in parallel ([`lanes`]); true when interrupted.
     fn run_trials(&mut self, todo: &[PlannedTrial]) -> bool {
+        if let Some(lanes) = self.lanes(todo) {
+            return self.run_lanes(todo, lanes);
+        }
         let mut interrupted = false;
         for (i, t) in todo.iter().enumerate() {
             if self.is_interrupted() {
@@ -534,54 +539,62 @@ impl Runner<'_> {
             if !next_same || done.status == TrialStatus::Interrupted || self.is_interrupted() {
                 self.stop_service(&mut done.m);
             }
-            if self.is_interrupted() && done.status != TrialStatus::Failed {
-                done.status = TrialStatus::Interrupted;
-                done.error.get_or_insert_with(|| "interrupted".into());
-            }
             let duration = clock.elapsed().as_secs_f64();
-            self.obs.trial_finished(i, &label, done.error.as_deref());
-            if done.status == TrialStatus::Interrupted {
+            if self.finish(i, t, done, started, duration) {
                 interrupted = true;
-            }
-            if t.warmup {
-                if interrupted {
-                    break;
-                }
-                continue;
-            }
-            let rec = TrialRecord {
-                config_id: self.config_ids[t.config],
-                repetition: t.repetition,
-                ordinal: t.ordinal,
-                started_at: rfc3339(started),
-                duration_s: duration,
-                status: done.status,
-                error: done.error.clone(),
-                method: done.m.method.clone(),
-                metrics: done.m.metrics,
-                histograms: done.m.histograms,
-                series: done.m.series,
-                artifacts: done.m.artifacts,
-            };
-            if done.status != TrialStatus::Interrupted {
-                let _ = self.store.delete_unsuccessful_trials(
-                    self.run_id,
-                    rec.config_id,
-                    rec.repetition,
-                );
-            }
-            if let Err(e) = self.store.record_trial(self.run_id, &rec) {
-                self.obs
-                    .warn(&format!("could not record trial {}: {e}", t.ordinal));
-            }
-            match done.status {
-                TrialStatus::Ok => self.ok += 1,
-                TrialStatus::Failed => self.failed += 1,
-                TrialStatus::Interrupted => {}
-            }
-            if interrupted {
                 break;
             }
+        }
+        interrupted
+    }
+
+    /// Reports trial `t` (the `i`th of this batch) as finished and records it (a
+    /// warm-up is not recorded); true when it was interrupted.
+    fn finish(
+        &mut self,
+        i: usize,
+        t: &PlannedTrial,
+        mut done: Done,
+        started: SystemTime,
+        duration: f64,
+    ) -> bool {
+        if self.is_interrupted() && done.status != TrialStatus::Failed {
+            done.status = TrialStatus::Interrupted;
+            done.error.get_or_insert_with(|| "interrupted".into());
+        }
+        let label = self.configs[t.config].label();
+        self.obs.trial_finished(i, &label, done.error.as_deref());
+        let interrupted = done.status == TrialStatus::Interrupted;
+        if t.warmup {
+            return interrupted;
+        }
+        let rec = TrialRecord {
+            config_id: self.config_ids[t.config],
+            repetition: t.repetition,
+            ordinal: t.ordinal,
+            started_at: rfc3339(started),
+            duration_s: duration,
+            status: done.status,
+            error: done.error.clone(),
+            method: done.m.method.clone(),
+            metrics: done.m.metrics,
+            histograms: done.m.histograms,
+            series: done.m.series,
+            artifacts: done.m.artifacts,
+        };
+        if done.status != TrialStatus::Interrupted {
+            let _ =
+                self.store
+                    .delete_unsuccessful_trials(self.run_id, rec.config_id, rec.repetition);
+        }
+        if let Err(e) = self.store.record_trial(self.run_id, &rec) {
+            self.obs
+                .warn(&format!("could not record trial {}: {e}", t.ordinal));
+        }
+        match done.status {
+            TrialStatus::Ok => self.ok += 1,
+            TrialStatus::Failed => self.failed += 1,
+            TrialStatus::Interrupted => {}
         }
         interrupted
     }
