@@ -312,3 +312,83 @@ fn ctrl_c_during_a_three_host_run_keeps_finished_trials_and_leaves_no_worker() {
         (0..3).map(|i| hosts.processes(i)).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn compare_gives_the_ratio_of_ratios_across_hosts() {
+    let lab = Lab::new();
+    let Some(hosts) = Hosts::new(lab.dir.path(), 2) else {
+        return;
+    };
+    lab.write("hosts.toml", &hosts.inventory(""));
+    // Where the workload runs decides its speed: on h0's namespace (its own address,
+    // seen from inside) java is half as fast as c; on h1 they are equal. So c/java is
+    // 2 on h0 and 1 on h1, and the ratio of ratios across hosts is 2.
+    let h0 = hosts.nets[0];
+    let exp = lab.write(
+        "langs.toml",
+        &format!(
+            r#"
+[experiment]
+name = "langs"
+repetitions = 4
+warmup = 0
+noise_check = false
+on = ["h0", "h1"]
+
+[matrix]
+lang = ["c", "java"]
+
+[workload]
+kind = "command"
+shell = true
+command = "b=1000; if [ {{lang}} = java ] && ip -4 -o addr show | grep -q '10\\.231\\.{h0}\\.2'; then b=500; fi; set -- 0 7 -5 3; shift $(( {{repetition}} - 1 )); echo v=$(( b + $1 ))"
+metrics.v = {{ regex = 'v=(\d+)', unit = "ops/s", better = "higher" }}
+"#
+        ),
+    );
+    let out = lab
+        .cmd()
+        .timeout(Duration::from_secs(120))
+        .args(["run", exp.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc = lab.json(&[
+        "compare",
+        "1",
+        "--interaction",
+        "lang",
+        "--by",
+        "host",
+        "--metric",
+        "v",
+        "--json",
+    ]);
+    let i = &doc["interactions"][0];
+    assert_eq!(i["factor"], "lang", "{doc}");
+    assert_eq!(i["by"], "host");
+    assert_eq!(i["ratios"][0]["level"], "h0");
+    assert_eq!(i["ratios"][1]["level"], "h1");
+    let rr = i["ratio_of_ratios"].as_f64().unwrap();
+    assert!((rr - 2.0).abs() < 0.05, "{i}");
+    // And the other way round: the host ratio (h0 / h1) for c over that for java.
+    let doc = lab.json(&[
+        "compare",
+        "1",
+        "--interaction",
+        "host",
+        "--by",
+        "lang",
+        "--metric",
+        "v",
+        "--json",
+    ]);
+    let i = &doc["interactions"][0];
+    assert_eq!(i["factor"], "host", "{doc}");
+    assert!(
+        (i["ratio_of_ratios"].as_f64().unwrap() - 2.0).abs() < 0.05,
+        "{i}"
+    );
+    let text = stdout(&lab.run(&["compare", "1", "--interaction", "lang", "--by", "host"]));
+    assert!(text.contains("lang: c / java"), "{text}");
+}
