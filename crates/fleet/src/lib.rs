@@ -22,6 +22,7 @@ pub mod agent;
 pub mod agents;
 pub mod deploy;
 pub mod inventory;
+pub mod relay;
 pub mod remote;
 pub mod session;
 pub mod ssh;

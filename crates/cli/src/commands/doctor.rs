@@ -8,6 +8,9 @@
 //! the exit status. Every invocation is then recorded into the store as a one-trial run
 //! (`perflab_lab::doctor` builds it), after the findings are printed, so a host whose
 //! store cannot be written still gets them.
+//!
+//! `--on HOST,...` runs this same doctor on inventory hosts instead and prints their
+//! reports here (`perflab_fleet::relay` does the running; `super::on_host` the flags).
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -15,12 +18,14 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use perflab_fleet::relay::{with_host, Ended, Stream};
 use perflab_telemetry::doctor::{
     self, diagnose, parse_watch, Context, Diagnosis, Finding, Severity, Source,
 };
 use perflab_telemetry::Notes;
 use serde_json::json;
 
+use super::on_host::{self, OnArgs};
 use crate::exit::{InvalidInput, CRITICAL, FAILURES, INTERRUPTED};
 
 const DOCTOR_HELP: &str = "\
@@ -47,13 +52,24 @@ Naming the owner of other users' sockets needs root.
    \"port\"?}], \"not_available\": [{\"rule\", \"reason\"}]}
   findings are sorted most severe first.
 
+On other hosts: `perflab doctor --on b` (or --on a,b; --hosts FILE, default hosts.toml)
+runs this doctor on each inventory host over ssh — perflab copied there as for
+`perflab run --on` — and prints each host's report here, headed by `host NAME (ADDRESS)`;
+--json prints the host's object with \"host\": NAME added (an array for several hosts;
+a host that could not run it is {\"host\", \"error\"}). --pid is a pid on that host.
+The exit status is the host's (of several: 130, then 1, 2, 5, 4, 0, the first that
+any host had). A host that is not in the inventory exits 2; one that cannot be
+reached or has no usable perflab exits 1, naming it and why. Each host records its
+run into its own store (~/.perflab/results.db there, or its PERFLAB_STORE).
+
 Every invocation is recorded in the store (--store, PERFLAB_STORE) as a one-trial run
 of kind \"doctor\": metrics findings_critical, findings_warn, findings_info and the
 --json object as artifact doctor.json, shown by `perflab show` and `perflab report`.
 When the store cannot be written the findings are still printed, with a warning.
 
 Exit codes: 0 nothing or only info, 4 warnings, 5 something critical,
-            1 could not run (/proc unreadable), 2 bad flag or no such pid,
+            1 could not run (/proc unreadable; with --on: host unreachable, no
+              perflab there), 2 bad flag or no such pid (or host),
             130 interrupted.";
 
 /// What is misconfigured or going wrong: sysctls, limits and counters, each finding
@@ -80,10 +96,16 @@ pub struct DoctorArgs {
     /// One JSON object instead of the report.
     #[arg(long)]
     pub json: bool,
+
+    #[command(flatten)]
+    pub on: OnArgs,
 }
 
 pub fn run(g: &crate::Global, a: &DoctorArgs) -> anyhow::Result<ExitCode> {
     let watch = parse_watch(&a.watch).map_err(|e| InvalidInput(format!("--watch: {e}")))?;
+    if !a.on.on.is_empty() {
+        return run_on(g, a, watch);
+    }
     if let Some(pid) = a.pid {
         if pid <= 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
             return Err(InvalidInput(format!("--pid {pid}: no such process")).into());
@@ -91,6 +113,7 @@ pub fn run(g: &crate::Global, a: &DoctorArgs) -> anyhow::Result<ExitCode> {
     }
     std::fs::metadata("/proc/stat").context("cannot read /proc/stat: is /proc mounted?")?;
     let stop = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
+    a.on.watch_stdin(&stop);
     let ctx = Context {
         pid: a.pid,
         connections: a.connections,
@@ -157,6 +180,90 @@ pub fn run(g: &crate::Global, a: &DoctorArgs) -> anyhow::Result<ExitCode> {
         Some(Severity::Warn) => FAILURES,
         _ => 0,
     }))
+}
+
+/// `perflab doctor --on HOST,...`: the same doctor run on each host at once (its flags
+/// forwarded; a `--pid` is a pid there), each host's report printed here in the order
+/// of `--on`, headed by the host's name and address — `--json`: the host's object with
+/// `"host"` added, an array for several hosts. Each host records its run into its own
+/// store, as a doctor run there by hand does. The exit status is the host's own (the
+/// weightiest of several: [`on_host::exit_status`]).
+fn run_on(g: &crate::Global, a: &DoctorArgs, watch: Duration) -> anyhow::Result<ExitCode> {
+    if let Some(pid) = a.pid.filter(|p| *p <= 0) {
+        return Err(InvalidInput(format!("--pid {pid}: no such process")).into());
+    }
+    let stop = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
+    let (relay, hosts) = a.on.relay(stop)?;
+    let mut args: Vec<String> = vec!["doctor".into(), "--watch".into(), a.watch.clone()];
+    for (flag, v) in [
+        ("--pid", a.pid.map(|p| p.to_string())),
+        ("--connections", a.connections.map(|n| n.to_string())),
+        ("--outgoing", a.outgoing.map(|n| n.to_string())),
+    ] {
+        if let Some(v) = v {
+            args.extend([flag.to_string(), v]);
+        }
+    }
+    if a.json {
+        args.push("--json".into());
+    }
+    if g.quiet {
+        args.push("--quiet".into());
+    }
+    if !watch.is_zero() && !g.quiet && std::io::stderr().is_terminal() {
+        eprintln!(
+            "watching the counters on {} for {} (Ctrl-C stops)…",
+            a.on.on.join(", "),
+            humanize(watch)
+        );
+    }
+    let mut outs = vec![String::new(); hosts.len()];
+    let results = relay.run_all(&hosts, &args, |i, stream, line| {
+        match stream {
+            Stream::Out => {
+                outs[i].push_str(line);
+                outs[i].push('\n');
+            }
+            Stream::Err => on_host::relay_stderr(&hosts[i].name, line, g.quiet),
+        }
+        true
+    });
+    let _ = std::fs::remove_dir_all(&relay.scratch);
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        let mut all = Vec::new();
+        for ((h, text), r) in hosts.iter().zip(&outs).zip(&results) {
+            let v = match (with_host(text, &h.name), r) {
+                (Some(v), _) => v,
+                (None, Err(e)) => json!({"host": h.name, "error": e.message}),
+                (None, Ok(Ended::Exited(c))) => {
+                    json!({"host": h.name, "error": format!("exit {c} without a report")})
+                }
+                (None, Ok(_)) => continue,
+            };
+            all.push(v);
+        }
+        let v = if hosts.len() == 1 {
+            all.pop()
+        } else {
+            Some(serde_json::Value::Array(all))
+        };
+        if let Some(v) = v {
+            writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        }
+    } else {
+        let mut first = true;
+        for (h, text) in hosts.iter().zip(&outs).filter(|(_, t)| !t.is_empty()) {
+            if !first {
+                writeln!(out)?;
+            }
+            first = false;
+            write!(out, "host {} ({})\n{text}", h.name, h.address())?;
+        }
+    }
+    out.flush()?;
+    drop(out);
+    Ok(ExitCode::from(on_host::exit_status(&results)))
 }
 
 /// Records the invocation into the results store as a one-trial run of kind `doctor`:

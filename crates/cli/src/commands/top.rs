@@ -5,6 +5,9 @@
 //! All figures come from `perflab-telemetry`'s [`Sampler`]; this file only parses flags,
 //! paces the samples, and prints one line (or one JSON object) per interval. Ctrl-C
 //! stops it with exit code 130; `--count N` stops it with 0 after N lines.
+//!
+//! `--on HOST,...` runs this same top on inventory hosts instead, their lines streamed
+//! here (`perflab_fleet::relay` does the running; `super::on_host` the flags).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -12,9 +15,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
+use perflab_fleet::relay::{with_host, Stream};
 use perflab_telemetry::{parse_interval, Probe, Sample, Sampler, SamplerSpec};
 use serde_json::{json, Map, Value};
 
+use super::on_host::{self, OnArgs};
 use crate::exit::{InvalidInput, INTERRUPTED};
 
 const TOP_HELP: &str = "\
@@ -45,8 +50,15 @@ Columns (rates are per second over the last interval):
    \"syn_recv\", \"time_wait\", \"close_wait\", \"listen\", \"close_wait_by_pid\": {PID: N}}}
   t is seconds since start; a group is null when its /proc files could not be read.
 
-Exit codes: 0 after --count lines, 1 /proc could not be read, 2 bad flag,
-            130 interrupted (Ctrl-C).";
+On other hosts: `perflab top --on b` (or --on a,b; --hosts FILE, default hosts.toml)
+runs this top on each inventory host over ssh — perflab copied there as for
+`perflab run --on` — and prints its lines here as they come: headed by
+`host NAME (ADDRESS)` for one host, each line prefixed with the host's name for
+several; --json adds \"host\": NAME to each object. Ctrl-C stops the tops there too.
+
+Exit codes: 0 after --count lines, 1 /proc could not be read (with --on: a host
+            unreachable or without a usable perflab, named), 2 bad flag or a host
+            not in the inventory, 130 interrupted (Ctrl-C).";
 
 /// Live system counters, one line per interval: run queue, context switches, CPU
 /// shares, the busiest disk, TCP retransmits, listen overflows, CLOSE_WAIT sockets.
@@ -64,6 +76,9 @@ pub struct TopArgs {
     /// One JSON object per line instead of the table.
     #[arg(long)]
     pub json: bool,
+
+    #[command(flatten)]
+    pub on: OnArgs,
 }
 
 /// Lines between repeated headers.
@@ -72,7 +87,11 @@ const HEADER_EVERY: u64 = 20;
 pub fn run(g: &crate::Global, a: &TopArgs) -> anyhow::Result<ExitCode> {
     let interval =
         parse_interval(&a.interval).map_err(|e| InvalidInput(format!("--interval: {e}")))?;
+    if !a.on.on.is_empty() {
+        return run_on(g, a);
+    }
     let stop = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
+    a.on.watch_stdin(&stop);
     let mut sampler = Sampler::new(SamplerSpec {
         probes: vec![
             Probe::Cpu,
@@ -123,6 +142,56 @@ pub fn run(g: &crate::Global, a: &TopArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
     }
+}
+
+/// `perflab top --on HOST,...`: the same top run on each host, its lines printed here
+/// as they come — headed by `host NAME (ADDRESS)` for one host, each prefixed with its
+/// host's name for several; `--json`: each object with `"host"` added. Ctrl-C closes
+/// the sessions (the tops there stop with them) and exits 130; `--count N` ends each
+/// host's top, and this one with 0.
+fn run_on(g: &crate::Global, a: &TopArgs) -> anyhow::Result<ExitCode> {
+    let stop = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
+    let (relay, hosts) = a.on.relay(stop)?;
+    let mut args: Vec<String> = vec!["top".into(), "--interval".into(), a.interval.clone()];
+    if let Some(n) = a.count {
+        args.extend(["--count".into(), n.to_string()]);
+    }
+    if a.json {
+        args.push("--json".into());
+    }
+    if g.quiet {
+        args.push("--quiet".into());
+    }
+    let width = hosts.iter().map(|h| h.name.len()).max().unwrap_or(0);
+    let mut headed = false;
+    let mut out = std::io::stdout().lock();
+    let results = relay.run_all(&hosts, &args, |i, stream, line| {
+        let name = &hosts[i].name;
+        if stream == Stream::Err {
+            on_host::relay_stderr(name, line, g.quiet);
+            return true;
+        }
+        let mut text = String::new();
+        if a.json {
+            match with_host(line, name) {
+                Some(v) => text.push_str(&v.to_string()),
+                None => text.push_str(line),
+            }
+        } else if hosts.len() > 1 {
+            text.push_str(&format!("{name:<width$}  {line}"));
+        } else {
+            if !headed {
+                text.push_str(&format!("host {name} ({})\n", hosts[i].address()));
+                headed = true;
+            }
+            text.push_str(line);
+        }
+        // False when the reader is gone (`perflab top --on b | head`): hang up.
+        writeln!(out, "{text}").and_then(|_| out.flush()).is_ok()
+    });
+    drop(out);
+    let _ = std::fs::remove_dir_all(&relay.scratch);
+    Ok(ExitCode::from(on_host::exit_status(&results)))
 }
 
 /// Sleeps until `deadline` on the sampler's clock, in short steps so Ctrl-C is seen at

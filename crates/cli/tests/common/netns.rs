@@ -243,6 +243,44 @@ impl Hosts {
         cmds
     }
 
+    /// Runs `f` in a thread that has joined host `i`'s network namespace (setns(2)):
+    /// the sockets it makes live in that namespace, also after the thread ends, and
+    /// are this process's (closed when dropped). Only that thread moves: this process
+    /// stays where it is, so [`Drop`] never counts it among the namespace's processes.
+    pub fn in_netns<T: Send>(&self, i: usize, f: impl FnOnce() -> T + Send) -> T {
+        use std::os::fd::AsRawFd;
+        let path = format!("/var/run/netns/{}", self.names[i]);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let ns = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+                // SAFETY: setns on a file descriptor this thread holds open.
+                let r = unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) };
+                assert_eq!(r, 0, "setns {path}: {}", std::io::Error::last_os_error());
+                f()
+            })
+            .join()
+            .unwrap()
+        })
+    }
+
+    /// `ip netns exec NS ARGS` in host `i`'s namespace; stdout, or why not.
+    pub fn exec(&self, i: usize, args: &[&str]) -> Result<String, String> {
+        let out = Std::new("ip")
+            .args(["netns", "exec", &self.names[i]])
+            .args(args)
+            .output()
+            .map_err(|e| format!("ip netns exec: {e}"))?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(format!(
+                "{args:?} in {}: {}",
+                self.names[i],
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+    }
+
     /// Host `i`'s network namespace as `/proc/PID/ns/net` names it (`net:[...]`).
     pub fn netns(&self, i: usize) -> String {
         let out = Std::new("ip")

@@ -1,0 +1,127 @@
+//! `--on HOST,...` for `perflab doctor` and `perflab top`: the flags both take, the
+//! inventory checked before any host is contacted (every problem exits 2), and the
+//! exit status of several hosts' runs. The relay itself — perflab put on the host, the
+//! subcommand run there over ssh, its lines back as they come — is
+//! `perflab_fleet::relay`.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use perflab_fleet::relay::{Ended, Relay, RelayError};
+use perflab_fleet::{Host, Ssh};
+
+use crate::exit::{InvalidInput, ERROR, INTERRUPTED};
+
+/// The flags that run a command on inventory hosts instead of here.
+#[derive(Debug, Clone, clap::Args)]
+pub struct OnArgs {
+    /// Run it on these inventory hosts over ssh (perflab copied there as for `run
+    /// --on`) and print their output here (docs/fleet.md).
+    #[arg(long, value_name = "HOST,...", value_delimiter = ',')]
+    pub on: Vec<String>,
+
+    /// With --on: the inventory, `[[hosts]]` tables (.toml) or an Ansible INI file
+    /// [default: hosts.toml].
+    #[arg(long, value_name = "FILE", requires = "on")]
+    pub hosts: Option<PathBuf>,
+
+    /// With --on: trust a host's key seen for the first time (never a changed one).
+    #[arg(long, requires = "on")]
+    pub accept_new_host_keys: bool,
+
+    /// The far end of --on: stop, as on Ctrl-C, when stdin ends.
+    #[arg(long = "stop-at-stdin-eof", hide = true, conflicts_with = "on")]
+    pub stop_at_stdin_eof: bool,
+}
+
+impl OnArgs {
+    /// The hosts named and a relay to them: a bad inventory or an unknown host is a
+    /// usage error, before anything is sent.
+    pub fn relay(&self, stop: Arc<AtomicBool>) -> anyhow::Result<(Relay, Vec<Host>)> {
+        let hosts =
+            perflab_fleet::relay::resolve(self.hosts.as_deref(), &self.on).map_err(InvalidInput)?;
+        let scratch = std::env::temp_dir().join(format!("perflab-relay-{}", std::process::id()));
+        let relay = Relay {
+            ssh: Ssh {
+                accept_new_host_keys: self.accept_new_host_keys,
+                ..Default::default()
+            },
+            scratch,
+            stop,
+        };
+        Ok((relay, hosts))
+    }
+
+    /// On the far end of a relay: the command's Ctrl-C flag is also set when stdin ends.
+    pub fn watch_stdin(&self, stop: &Arc<AtomicBool>) {
+        if self.stop_at_stdin_eof {
+            perflab_fleet::relay::stop_at_stdin_eof(stop.clone());
+        }
+    }
+}
+
+/// A relayed line of a host's stderr, here: prefixed with the host's name.
+pub fn relay_stderr(host: &str, line: &str, quiet: bool) {
+    if !quiet || line.starts_with("error") {
+        eprintln!("{host}: {line}");
+    }
+}
+
+/// The exit status of several hosts' runs: Ctrl-C first, then a host where the
+/// command could not run (1, with the reason printed here), else the host's statuses
+/// by weight — a usage error (2), critical (5), failures or warnings (4), ok (0). One
+/// host: its own status.
+pub fn exit_status(results: &[Result<Ended, RelayError>]) -> u8 {
+    let mut codes = Vec::new();
+    for r in results {
+        match r {
+            Ok(Ended::Interrupted) => codes.push(INTERRUPTED),
+            Ok(Ended::ReaderGone) => codes.push(0),
+            Ok(Ended::Exited(c)) => codes.push(*c),
+            Err(e) => {
+                eprintln!("error: {e}");
+                codes.push(ERROR);
+            }
+        }
+    }
+    if let [one] = codes[..] {
+        return one;
+    }
+    for c in [INTERRUPTED, ERROR, 2, 5, 4] {
+        if codes.contains(&c) {
+            return c;
+        }
+    }
+    codes.into_iter().find(|&c| c != 0).map_or(0, |_| ERROR)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn several_hosts_exit_with_the_weightiest_status() {
+        let e = || {
+            Err(RelayError {
+                host: "c".into(),
+                message: "host c (10.0.0.9): no route".into(),
+            })
+        };
+        assert_eq!(exit_status(&[Ok(Ended::Exited(4))]), 4);
+        assert_eq!(exit_status(&[e()]), 1);
+        assert_eq!(
+            exit_status(&[Ok(Ended::Exited(4)), Ok(Ended::Exited(5))]),
+            5
+        );
+        assert_eq!(exit_status(&[Ok(Ended::Exited(5)), e()]), 1);
+        assert_eq!(
+            exit_status(&[Ok(Ended::Exited(0)), Ok(Ended::Interrupted)]),
+            130
+        );
+        assert_eq!(
+            exit_status(&[Ok(Ended::Exited(0)), Ok(Ended::Exited(0))]),
+            0
+        );
+    }
+}
