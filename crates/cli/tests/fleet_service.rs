@@ -344,7 +344,7 @@ fn what_cannot_run_elsewhere_yet_is_refused_with_its_key() {
     let cases = [
         (
             "[profile]\nhost = \"a\"\n",
-            "[profile] host: profiling on another host is not supported yet",
+            "[profile] would profile the service's process, which runs on host \"b\" ([service] host), from host \"a\"",
         ),
         (
             "[profile]\n",

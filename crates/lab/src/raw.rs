@@ -36,7 +36,7 @@ pub struct RawFile<W> {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawProfile {
-    /// Not supported yet: refused with a message that says so.
+    /// The inventory host to profile on (`[profile] host = "b"`).
     pub host: Option<SStr>,
     pub target: Option<SStr>,
     pub repetitions: Option<Spanned<toml::Value>>,

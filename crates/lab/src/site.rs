@@ -1,10 +1,11 @@
-//! Where a trial's service and monitor run: here, or on an inventory host
-//! (`[service] host = "b"`, `[monitor] host = "b"`; docs/fleet.md).
+//! Where a trial's service, monitor and profile run: here, or on an inventory host
+//! (`[service] host = "b"`, `[monitor] host = "b"`, `[profile] host = "b"`;
+//! docs/fleet.md).
 //!
 //! The lab cannot reach other hosts itself — crate fleet does, over ssh, and depends on
 //! this crate — so the runner speaks to a host through two small traits: [`Sites`]
 //! opens a [`Site`], one session with perflab on one host, and the session starts,
-//! checks and stops the service and the monitor there.
+//! checks and stops the service, the monitor and the profiler there.
 //!
 //! What crosses is data, and the far end runs it with the code a local trial uses:
 //! - a [`ServiceRequest`] is the `[service]` table as written (its templates' sources)
@@ -14,15 +15,23 @@
 //!   process group, with its log file and readiness check, as here;
 //! - a monitor is the trial's [`MonitorAttachment`], started by [`start_monitor`] (the
 //!   function the runner calls for a local monitor) following the service's pid as the
-//!   host sees it, and its [`Recording`] comes back whole, to be stored as a local one is.
+//!   host sees it, and its [`Recording`] comes back whole, to be stored as a local one is;
+//! - a profile is the trial's [`ProfileAttachment`], recorded with perf by
+//!   [`start_profile_here`] (the local [`start_profile`] with perf's stdout kept off the
+//!   session's) on the service's pid as the host sees it, else on every CPU there, and
+//!   reduced there to what a trial stores — a [`ProfileResult`]: report, folded stacks,
+//!   flame graph, top functions — so what crosses back is small and is stored as a
+//!   local profile is. A host that cannot profile (no perf, not permitted) answers so
+//!   ([`Answer`]) and the session, with its service, goes on.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use perflab_profile::{CommandOutput, ProfileSpec, Profiler, ReportOptions, Running, Target};
 use perflab_telemetry::{Monitor, MonitorHandle, MonitorSpec, Probe, Recording};
 use perflab_workloads::cpuset::CpuSet;
-use perflab_workloads::spec::MonitorAttachment;
+use perflab_workloads::spec::{MonitorAttachment, ProfileAttachment};
 use serde::{Deserialize, Serialize};
 
 use crate::experiment::{Ready, ServiceSpec};
@@ -51,7 +60,18 @@ pub trait Site {
     fn start_monitor(&mut self, monitor: &MonitorAttachment) -> Result<(), String>;
     /// Stops sampling and returns what was recorded.
     fn stop_monitor(&mut self) -> Result<Recording, String>;
+    /// Starts recording a profile: this session's service when the profile targets it
+    /// (the host refuses when none runs), else every CPU of the host. The pid
+    /// profiled (None: the whole host).
+    fn start_profile(&mut self, profile: &ProfileAttachment) -> Answer<Option<i32>>;
+    /// Stops recording and returns the profile, reduced there.
+    fn stop_profile(&mut self) -> Answer<ProfileResult>;
 }
+
+/// A host's answer to a request it may refuse while the session goes on: `Err` is a
+/// session that failed (the runner drops it, which stops what it ran), `Ok(Err(why))`
+/// the host's refusal (no perf there, say) with the session and its service intact.
+pub type Answer<T> = Result<Result<T, String>, String>;
 
 /// How a service tells it is ready, as data.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -206,6 +226,115 @@ pub fn start_monitor(
         m.pid = service;
     }
     Monitor::start(m).map_err(|e| e.to_string())
+}
+
+/// A trial's profile reduced to what the trial stores (`profile.json`,
+/// `stacks.folded`, `flamegraph.svg`, the `fn:` metrics), whether it was recorded here
+/// or on a host (it is what comes back over a session).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileResult {
+    /// The reduced report (the `perflab profile --json` document).
+    pub report: perflab_profile::Report,
+    /// Folded stacks of the non-idle samples, the process name as the root frame.
+    pub folded: String,
+    /// The flame graph (SVG), when it could be drawn.
+    pub flamegraph: Option<String>,
+    /// The top functions, with their shares of all non-idle samples in percent.
+    pub top: Vec<(String, f64)>,
+    /// The process profiled, as its host sees it (None: every CPU).
+    pub pid: Option<i32>,
+}
+
+impl ProfileResult {
+    /// Reduces a recorded profile, keeping the `top` functions.
+    pub fn of(p: &perflab_profile::Profile, top: usize, pid: Option<i32>) -> ProfileResult {
+        ProfileResult {
+            report: p.report(&ReportOptions::default()),
+            folded: p.folded(),
+            flamegraph: p
+                .flamegraph_svg()
+                .ok()
+                .and_then(|svg| String::from_utf8(svg).ok()),
+            top: p.top_functions(top),
+            pid,
+        }
+    }
+}
+
+/// A trial's profile being recorded. Dropped without [`ProfileRun::stop`], its perf
+/// is killed.
+#[derive(Debug)]
+pub struct ProfileRun {
+    running: Running,
+    pid: Option<i32>,
+    top: usize,
+    dir: PathBuf,
+}
+
+impl ProfileRun {
+    /// The process profiled (None: every CPU).
+    pub fn pid(&self) -> Option<i32> {
+        self.pid
+    }
+
+    /// Where perf writes its recording.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Stops recording and reduces the profile.
+    pub fn stop(self) -> Result<ProfileResult, String> {
+        let (top, pid) = (self.top, self.pid);
+        let p = self.running.stop().map_err(|e| e.to_string())?;
+        Ok(ProfileResult::of(&p, top, pid))
+    }
+}
+
+/// Starts a trial's profile here, perf.data in `dir`: the process `service` (a pid on
+/// this host) when the profile targets the service, else every CPU.
+pub fn start_profile(
+    cfg: &ProfileAttachment,
+    service: Option<i32>,
+    dir: PathBuf,
+) -> Result<ProfileRun, String> {
+    profile(cfg, service, dir, CommandOutput::Inherit)
+}
+
+/// [`start_profile`] at the far end of a session, whose stdout carries its replies:
+/// perf writes nothing there.
+pub fn start_profile_here(
+    cfg: &ProfileAttachment,
+    service: Option<i32>,
+    dir: PathBuf,
+) -> Result<ProfileRun, String> {
+    profile(cfg, service, dir, CommandOutput::Stderr)
+}
+
+fn profile(
+    cfg: &ProfileAttachment,
+    service: Option<i32>,
+    dir: PathBuf,
+    command_output: CommandOutput,
+) -> Result<ProfileRun, String> {
+    let (target, pid) = match (service, cfg.service) {
+        (Some(pid), true) => (Target::Pid(pid), Some(pid)),
+        _ => (Target::System, None),
+    };
+    let spec = ProfileSpec {
+        target,
+        frequency: cfg.frequency,
+        call_graph: cfg.call_graph,
+        output_dir: Some(dir.clone()),
+        command_output,
+        ..Default::default()
+    };
+    let running = Profiler::start(&spec).map_err(|e| e.to_string())?;
+    Ok(ProfileRun {
+        running,
+        pid,
+        top: cfg.top,
+        dir,
+    })
 }
 
 #[cfg(test)]

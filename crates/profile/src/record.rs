@@ -107,6 +107,7 @@ pub struct Running {
     deadline: Option<Instant>,
     is_command: bool,
     frequency: u32,
+    started: Instant,
 }
 
 impl Profiler {
@@ -219,6 +220,7 @@ impl Profiler {
             deadline,
             is_command: matches!(spec.target, Target::Command(_)),
             frequency: spec.frequency,
+            started: Instant::now(),
         })
     }
 }
@@ -248,6 +250,18 @@ fn validate(spec: &ProfileSpec) -> Result<()> {
             Some(c) if perf::which(c).is_none() => Err(ProfileError::CommandNotFound(c.clone())),
             Some(_) => Ok(()),
         },
+    }
+}
+
+/// A recording dropped before it was stopped (its owner gave up: a session ended, a
+/// panic) kills its perf at once rather than leave it sampling with nobody to stop it.
+impl Drop for Running {
+    fn drop(&mut self) {
+        // A perf already waited for is not signalled again (its pid may be reused).
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }
 
@@ -286,7 +300,11 @@ impl Running {
                 break st;
             }
             let due = self.deadline.is_some_and(|d| Instant::now() >= d);
-            if !signalled && (due || stop()) {
+            // perf makes its output file once it handles SIGINT (finishing the file):
+            // a stop that comes sooner (a trial shorter than perf's start) waits for it,
+            // a few seconds at most, else it would kill perf before it wrote anything.
+            let ready = || self.data.exists() || self.started.elapsed() >= Duration::from_secs(5);
+            if !signalled && (due || stop()) && ready() {
                 // perf finishes writing on SIGINT and sends SIGTERM to a command it started.
                 // SAFETY: plain kill(2) on our own child.
                 unsafe {

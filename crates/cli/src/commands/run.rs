@@ -69,8 +69,8 @@ pub struct RunArgs {
     )]
     on: Vec<String>,
 
-    /// The inventory of `--on`, `on = [...]` and `host = "..."` in [service], [monitor]
-    /// and [workload]: `[[hosts]]` tables (.toml) or an Ansible INI file [default:
+    /// The inventory of `--on`, `on = [...]` and `host = "..."` in [service], [monitor],
+    /// [profile] and [workload]: `[[hosts]]` tables (.toml) or an Ansible INI file [default:
     /// hosts.toml beside the experiment, else the experiment's own [[hosts]]].
     #[arg(long, value_name = "FILE")]
     hosts: Option<PathBuf>,
@@ -92,6 +92,10 @@ fn placed(exp: &Experiment) -> Vec<(&'static str, &perflab_lab::experiment::Host
             exp.monitor.as_ref().and_then(|m| m.host.as_ref()),
         ),
         ("workload", exp.workload_host.as_ref()),
+        (
+            "profile",
+            exp.profile.as_ref().and_then(|p| p.host.as_ref()),
+        ),
     ]
     .into_iter()
     .filter_map(|(k, h)| Some((k, h?)))

@@ -11,9 +11,9 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use perflab_lab::site::{ServiceRequest, ServiceStarted, Site};
+use perflab_lab::site::{Answer, ProfileResult, ServiceRequest, ServiceStarted, Site};
 use perflab_telemetry::Recording;
-use perflab_workloads::spec::MonitorAttachment;
+use perflab_workloads::spec::{MonitorAttachment, ProfileAttachment};
 
 use super::{Reply, Request};
 use crate::inventory::Host;
@@ -21,6 +21,9 @@ use crate::ssh::Ssh;
 
 /// The time an answer may take beyond the work itself (the connection, a slow host).
 const SLACK: Duration = Duration::from_secs(30);
+
+/// The work of starting perf (finding it, probing the event, a trial recording).
+const PROFILE_START: Duration = Duration::from_secs(20);
 
 /// An open session with perflab on a host.
 pub struct HostSession {
@@ -32,6 +35,9 @@ pub struct HostSession {
     errors: Arc<Mutex<String>>,
     /// The grace of the service running here (the hang-up waits that long for it).
     grace: Duration,
+    /// When the profile recording now was started (its reduction takes longer the
+    /// longer it recorded).
+    profiling: Option<Instant>,
 }
 
 impl HostSession {
@@ -80,6 +86,7 @@ impl HostSession {
             lines,
             errors,
             grace: Duration::from_secs(5),
+            profiling: None,
         })
     }
 
@@ -99,8 +106,17 @@ impl HostSession {
         )
     }
 
-    /// Sends `req` and waits up to `work` + [`SLACK`] for its answer.
+    /// Sends `req` and waits up to `work` + [`SLACK`] for its answer; `failed` is an
+    /// error.
     fn ask(&mut self, req: &Request, work: Duration) -> Result<Reply, String> {
+        match self.exchange(req, work)? {
+            Reply::Failed { message } => Err(message),
+            r => Ok(r),
+        }
+    }
+
+    /// Sends `req` and waits up to `work` + [`SLACK`] for its answer, `failed` included.
+    fn exchange(&mut self, req: &Request, work: Duration) -> Result<Reply, String> {
         let mut line = serde_json::to_string(req).map_err(|e| e.to_string())?;
         line.push('\n');
         let sent = match self.stdin.as_mut() {
@@ -115,12 +131,12 @@ impl HostSession {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(left) {
-                Ok(text) => match serde_json::from_str::<Reply>(&text) {
-                    Ok(Reply::Failed { message }) => return Err(message),
-                    Ok(r) => return Ok(r),
-                    // Not ours (a login banner on stdout): ignored.
-                    Err(_) => {}
-                },
+                Ok(text) => {
+                    // A line that is not a reply (a login banner on stdout) is ignored.
+                    if let Ok(r) = serde_json::from_str::<Reply>(&text) {
+                        return Ok(r);
+                    }
+                }
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     return Err(format!("{}: no answer within {limit:?}", self.host))
                 }
@@ -168,6 +184,29 @@ impl Site for HostSession {
     fn stop_monitor(&mut self) -> Result<Recording, String> {
         match self.ask(&Request::StopMonitor, Duration::ZERO)? {
             Reply::Recording { recording } => Ok(recording),
+            r => Err(self.unexpected(r)),
+        }
+    }
+
+    fn start_profile(&mut self, profile: &ProfileAttachment) -> Answer<Option<i32>> {
+        self.profiling = Some(Instant::now());
+        match self.exchange(&Request::Profile(profile.clone()), PROFILE_START)? {
+            Reply::Profiling { pid } => Ok(Ok(pid)),
+            Reply::Failed { message } => Ok(Err(message)),
+            r => Err(self.unexpected(r)),
+        }
+    }
+
+    fn stop_profile(&mut self) -> Answer<ProfileResult> {
+        // perf script reads the recording back: a minute, and twice the time recorded.
+        let recorded = self
+            .profiling
+            .take()
+            .map_or(Duration::ZERO, |t| t.elapsed());
+        let work = Duration::from_secs(60) + recorded.saturating_mul(2);
+        match self.exchange(&Request::StopProfile, work)? {
+            Reply::Profile { profile } => Ok(Ok(profile)),
+            Reply::Failed { message } => Ok(Err(message)),
             r => Err(self.unexpected(r)),
         }
     }

@@ -1,6 +1,7 @@
 //! A session with perflab on a host, for the parts of a trial that run there while
-//! the workload runs elsewhere: the service under test (`[service] host = "b"`) and the
-//! telemetry sampled beside it (`[monitor] host = "b"`).
+//! the workload runs elsewhere: the service under test (`[service] host = "b"`), the
+//! telemetry sampled beside it (`[monitor] host = "b"`) and its profile
+//! (`[profile] host = "b"`).
 //!
 //! It is the same `ssh HOST perflab worker` as a remote trial, kept open for the whole
 //! run: the controller writes one [`Request`] per line on the worker's stdin, the
@@ -8,17 +9,20 @@
 //! [`HostSession`] the controller's). The worker does the work with the code a local
 //! trial uses (`perflab_lab::site`): the service is rendered there and started by
 //! `RunningService` — own process group, log file, readiness check — and the monitor
-//! follows the service's pid as that host sees it.
+//! and the profiler (perf, started and stopped around each trial's workload) follow the
+//! service's pid as that host sees it. The profile is reduced there, and what comes
+//! back is what the trial stores (`perflab_lab::site::ProfileResult`); a host that
+//! cannot profile answers `failed`, and the session goes on.
 //!
 //! Stopping is the end of stdin, as for a remote trial: when the controller ends the
 //! run, is interrupted or dies, or the connection drops (no pty: no SIGHUP), the worker
-//! reads the end of its stdin, stops the monitor and the service (its stop signal, then
-//! SIGKILL of its process group after the grace), removes its scratch directory and
-//! exits. No service outlives its session.
+//! reads the end of its stdin, kills perf, stops the monitor and the service (its stop
+//! signal, then SIGKILL of its process group after the grace), removes its scratch
+//! directory and exits. No service, and no perf, outlives its session.
 
-use perflab_lab::site::{ServiceRequest, ServiceStarted};
+use perflab_lab::site::{ProfileResult, ServiceRequest, ServiceStarted};
 use perflab_telemetry::Recording;
-use perflab_workloads::spec::MonitorAttachment;
+use perflab_workloads::spec::{MonitorAttachment, ProfileAttachment};
 use serde::{Deserialize, Serialize};
 
 mod client;
@@ -41,6 +45,10 @@ pub enum Request {
     Monitor(MonitorAttachment),
     /// Stop sampling and send the recording.
     StopMonitor,
+    /// Start recording a profile (of this session's service when it targets it).
+    Profile(ProfileAttachment),
+    /// Stop recording and send the profile, reduced.
+    StopProfile,
 }
 
 /// What the worker answers, one JSON object per line.
@@ -57,6 +65,10 @@ pub enum Reply {
     Monitoring,
     /// Sampling stopped.
     Recording { recording: Recording },
+    /// perf records; the pid it follows (None: every CPU).
+    Profiling { pid: Option<i32> },
+    /// perf stopped; the profile.
+    Profile { profile: ProfileResult },
     /// The request could not be done, and why.
     Failed { message: String },
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use perflab_lab::experiment::ServiceSpec;
 use perflab_lab::service::RunningService;
-use perflab_lab::site::ServiceStarted;
+use perflab_lab::site::{ProfileRun, ServiceStarted};
 use perflab_telemetry::MonitorHandle;
 
 use super::{Reply, Request};
@@ -16,6 +16,10 @@ struct Here {
     dir: PathBuf,
     service: Option<(ServiceSpec, RunningService)>,
     monitor: Option<MonitorHandle>,
+    /// perf recording (dropped: killed).
+    profile: Option<ProfileRun>,
+    /// Profiles started, for their directories' names.
+    profiles: u32,
 }
 
 impl Here {
@@ -70,6 +74,50 @@ impl Here {
                 },
                 None => failed("no monitor runs in this session".into()),
             },
+            Request::Profile(p) => {
+                // A profile left from an earlier trial is thrown away (its perf killed).
+                self.drop_profile();
+                let pid = self.service.as_ref().map(|(_, s)| s.pid());
+                if p.service && pid.is_none() {
+                    return failed(
+                        "the profile is of the service, and no service runs in this session".into(),
+                    );
+                }
+                self.profiles += 1;
+                let dir = self.dir.join(format!("profile-{}", self.profiles));
+                match perflab_lab::site::start_profile_here(&p, pid, dir.clone()) {
+                    Ok(r) => {
+                        let pid = r.pid();
+                        self.profile = Some(r);
+                        Reply::Profiling { pid }
+                    }
+                    Err(e) => {
+                        let _ = std::fs::remove_dir_all(&dir);
+                        failed(e)
+                    }
+                }
+            }
+            Request::StopProfile => match self.profile.take() {
+                Some(r) => {
+                    let dir = r.dir().to_path_buf();
+                    let profile = r.stop();
+                    let _ = std::fs::remove_dir_all(&dir);
+                    match profile {
+                        Ok(profile) => Reply::Profile { profile },
+                        Err(e) => failed(e),
+                    }
+                }
+                None => failed("no profile runs in this session".into()),
+            },
+        }
+    }
+
+    /// Kills perf if it records, and removes its recording.
+    fn drop_profile(&mut self) {
+        if let Some(r) = self.profile.take() {
+            let dir = r.dir().to_path_buf();
+            drop(r);
+            let _ = std::fs::remove_dir_all(dir);
         }
     }
 
@@ -105,6 +153,8 @@ pub fn serve(first: Request, mut input: impl BufRead, mut out: impl Write, scrat
         dir: dir.clone(),
         service: None,
         monitor: None,
+        profile: None,
+        profiles: 0,
     };
     if let Err(e) = std::fs::create_dir_all(&dir) {
         let _ = send(
@@ -146,6 +196,7 @@ pub fn serve(first: Request, mut input: impl BufRead, mut out: impl Write, scrat
             break;
         }
     }
+    here.drop_profile();
     drop(here.monitor.take());
     here.stop_service();
     let _ = std::fs::remove_dir_all(&dir);
@@ -255,6 +306,144 @@ mod tests {
         };
         assert!(!alive(service.pid));
         assert!(t.elapsed() < std::time::Duration::from_secs(10));
+    }
+
+    fn perf_works() -> bool {
+        std::process::Command::new("perf")
+            .args(["record", "-e", "cpu-clock", "-o", "/dev/null", "--", "true"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }
+
+    fn profile() -> Request {
+        Request::Profile(perflab_workloads::spec::ProfileAttachment {
+            frequency: 499,
+            call_graph: false,
+            top: 3,
+            service: true,
+        })
+    }
+
+    /// The perf processes recording into `dir`.
+    fn perfs_in(dir: &Path) -> Vec<String> {
+        let want = dir.display().to_string();
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .filter(|c| c.contains(" record ") && c.contains(&want))
+            .collect()
+    }
+
+    /// A session in a thread whose stdin is fed line by line (closed: the sender
+    /// dropped); it returns what the session wrote.
+    fn session(
+        first: Request,
+        scratch: &Path,
+    ) -> (
+        std::sync::mpsc::Sender<Request>,
+        std::thread::JoinHandle<Vec<u8>>,
+    ) {
+        struct Pipe(std::sync::mpsc::Receiver<Request>, Vec<u8>);
+        impl std::io::Read for Pipe {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                if self.1.is_empty() {
+                    match self.0.recv() {
+                        Ok(r) => self.1 = (serde_json::to_string(&r).unwrap() + "\n").into(),
+                        Err(_) => return Ok(0),
+                    }
+                }
+                let n = buf.len().min(self.1.len());
+                buf[..n].copy_from_slice(&self.1[..n]);
+                self.1.drain(..n);
+                Ok(n)
+            }
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let scratch = scratch.to_path_buf();
+        let thread = std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let input = std::io::BufReader::new(Pipe(rx, Vec::new()));
+            serve(first, input, &mut out, &scratch);
+            out
+        });
+        (tx, thread)
+    }
+
+    #[test]
+    fn a_session_profiles_its_service_and_sends_the_profile_back() {
+        if !perf_works() {
+            eprintln!("skipped: perf cannot record here (install linux-perf, run as root)");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        // A service that spins (the test runs as cargo's child, never as `sh`).
+        let first = Request::Service(service("sh -c 'echo ready; while :; do :; done'"));
+        let (tx, session) = session(first, dir.path());
+        tx.send(profile()).unwrap();
+        let t = std::time::Instant::now();
+        while perfs_in(dir.path()).is_empty() {
+            assert!(t.elapsed().as_secs() < 20, "perf never started");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        tx.send(Request::StopProfile).unwrap();
+        tx.send(Request::StopProfile).unwrap();
+        drop(tx);
+        let r = replies(&session.join().unwrap());
+        let Reply::Ready { service } = &r[0] else {
+            panic!("{r:?}")
+        };
+        assert_eq!(
+            r[1],
+            Reply::Profiling {
+                pid: Some(service.pid)
+            }
+        );
+        let Reply::Profile { profile } = &r[2] else {
+            panic!("{r:?}")
+        };
+        assert_eq!(profile.pid, Some(service.pid));
+        assert!(profile.report.samples > 0, "{profile:?}");
+        assert!(!profile.top.is_empty() && profile.flamegraph.is_some());
+        // Only the service's process was recorded: every stack's root is its name.
+        assert!(
+            profile.folded.lines().all(|l| l.starts_with("sh;")),
+            "{}",
+            profile.folded
+        );
+        assert!(matches!(&r[3], Reply::Failed { .. }), "{r:?}");
+        assert!(!alive(service.pid));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn the_end_of_stdin_kills_perf() {
+        if !perf_works() {
+            eprintln!("skipped: perf cannot record here (install linux-perf, run as root)");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let first = Request::Service(service("sh -c 'echo ready; exec sleep 30'"));
+        let (tx, session) = session(first, dir.path());
+        tx.send(profile()).unwrap();
+        let t = std::time::Instant::now();
+        while perfs_in(dir.path()).is_empty() {
+            assert!(t.elapsed().as_secs() < 20, "perf never started");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        drop(tx);
+        let out = session.join().unwrap();
+        assert!(
+            matches!(replies(&out)[1], Reply::Profiling { .. }),
+            "{out:?}"
+        );
+        assert!(
+            perfs_in(dir.path()).is_empty(),
+            "{:?}",
+            perfs_in(dir.path())
+        );
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]

@@ -1,13 +1,13 @@
 //! Hosts in an experiment file: `on = [...]` (every config on each host: one more
-//! dimension of the plan) and `host = "b"` in `[service]`, `[monitor]` and
+//! dimension of the plan) and `host = "b"` in `[service]`, `[monitor]`, `[profile]` and
 //! `[workload]` (which inventory host each part of a trial runs on; docs/fleet.md,
 //! "The server on its own host").
 //!
 //! The file only names hosts; whether a name is in the inventory is checked by whoever
 //! reads the inventory (the CLI, before anything runs), so each [`HostRef`] keeps the
 //! place it was written at for that message. What can be judged from the file alone
-//! is judged here: a `[profile]` elsewhere is not supported yet, and `on` and
-//! `[workload] host` cannot both say where the workload runs. (That the process probe
+//! is judged here: a profile of the service is taken where the service runs, and `on`
+//! and `[workload] host` cannot both say where the workload runs. (That the process probe
 //! follows a service only on the service's own host is `sections::monitor`'s check.)
 
 use super::*;
@@ -125,7 +125,8 @@ pub(super) fn take_table_host(
 }
 
 /// What the hosts of one file must agree on: `on` and `[workload] host` cannot both
-/// place the workload, and a profile cannot be taken on another host yet.
+/// place the workload, and a profile of the service is taken on the service's own host
+/// (perf sees the processes of its own machine only).
 pub(super) fn check(
     loc: &Locator,
     on: bool,
@@ -140,23 +141,91 @@ pub(super) fn check(
         ));
     }
     let (profile_host, profile_target) = profile_keys;
-    if let Some(p) = profile {
-        if let Some(h) = profile_host {
-            return Err(loc.at(
-                h.span().start,
-                "[profile] host: profiling on another host is not supported yet (docs/fleet.md, \"Not yet\"); leave host out to profile this machine, or run `perflab profile` on that host",
-            ));
-        }
-        if let Some(h) = service.and_then(|s| s.host.as_ref()).filter(|_| p.service) {
-            let message = format!(
-                "[profile] would profile the service's process, which runs on host {:?} ([service] host): profiling on another host is not supported yet; set target = \"system\" to profile this machine",
-                h.name
-            );
-            return Err(match profile_target {
-                Some(t) => loc.at(t.span().start, message),
-                None => loc.nowhere(message),
-            });
-        }
+    let (Some(p), Some(s)) = (profile, service) else {
+        return Ok(());
+    };
+    let (from, to) = (p.host.as_ref(), s.host.as_ref());
+    if !p.service || from.map(|h| &h.name) == to.map(|h| &h.name) {
+        return Ok(());
     }
-    Ok(())
+    let place = |h: Option<&HostRef>| match h {
+        Some(h) => format!("host {:?}", h.name),
+        None => "this machine".to_string(),
+    };
+    let fix = match to {
+        Some(h) => format!("set host = {:?} in [profile] to profile it there", h.name),
+        None => "leave [profile] host out to profile it here".to_string(),
+    };
+    let message = format!(
+        "[profile] would profile the service's process, which runs on {}{}, from {}: perf sees only the processes of its own machine; {fix}, or set target = \"system\" to profile {} as a whole",
+        place(to),
+        if to.is_some() { " ([service] host)" } else { "" },
+        place(from),
+        place(from),
+    );
+    // At the key that decides (target, else host), else at the table's header.
+    let header = || {
+        let mut at = 0;
+        for line in loc.text.split_inclusive('\n') {
+            if line.trim_start().starts_with("[profile]") {
+                return Some(at + line.len() - line.trim_start().len());
+            }
+            at += line.len();
+        }
+        None
+    };
+    Err(match (profile_target, profile_host) {
+        (Some(t), _) | (None, Some(t)) => loc.at(t.span().start, message),
+        (None, None) => match header() {
+            Some(at) => loc.at(at, message),
+            None => loc.nowhere(message),
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Experiment;
+    use std::path::Path;
+
+    /// An experiment with `[service]` (`service` its extra lines, None: no service)
+    /// and `[profile]` (`profile` its lines).
+    fn parse(service: Option<&str>, profile: &str) -> Result<Experiment, String> {
+        let service = service
+            .map(|s| format!("[service]\n{s}command = \"sleep 9\"\n\n"))
+            .unwrap_or_default();
+        let text = format!(
+            "[experiment]\nname = \"x\"\n\n{service}[profile]\n{profile}\n[workload]\nkind = \"command\"\ncommand = \"true\"\n"
+        );
+        Experiment::parse(Path::new("e.toml"), &text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_profile_is_taken_where_the_service_runs() {
+        // On the service's host, of its process, or system-wide anywhere.
+        let e = parse(Some("host = \"b\"\n"), "host = \"b\"\n").unwrap();
+        let p = e.profile.unwrap();
+        assert_eq!(p.host.unwrap().name, "b");
+        assert!(p.service);
+        parse(Some(""), "host = \"b\"\ntarget = \"system\"\n").unwrap();
+        parse(None, "host = \"b\"\n").unwrap();
+        parse(Some("host = \"b\"\n"), "target = \"system\"\n").unwrap();
+        // Of a process on another machine: refused at the key that decides.
+        let e = parse(Some("host = \"b\"\n"), "").unwrap_err();
+        assert!(
+            e.starts_with("e.toml:8:1: [profile] would profile the service's process, which runs on host \"b\" ([service] host), from this machine")
+                && e.contains("set host = \"b\" in [profile]"),
+            "{e}"
+        );
+        let e = parse(Some("host = \"b\"\n"), "host = \"a\"\n").unwrap_err();
+        assert!(e.starts_with("e.toml:9:8: "), "{e}");
+        assert!(e.contains("from host \"a\""), "{e}");
+        let e = parse(Some(""), "host = \"a\"\ntarget = \"service\"\n").unwrap_err();
+        assert!(e.starts_with("e.toml:9:10: "), "{e}");
+        assert!(
+            e.contains("which runs on this machine, from host \"a\"")
+                && e.contains("leave [profile] host out"),
+            "{e}"
+        );
+    }
 }

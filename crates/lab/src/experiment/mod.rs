@@ -67,6 +67,8 @@ pub struct MonitorConfig {
 /// `[profile]`: a sampling profile of chosen trials.
 #[derive(Debug, Clone)]
 pub struct ProfileConfig {
+    /// `host`: the inventory host profiled (None: this one).
+    pub host: Option<HostRef>,
     /// Profile the service under test (else the whole system).
     pub service: bool,
     /// Which repetitions of each config (empty: all).

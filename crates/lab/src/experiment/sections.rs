@@ -64,6 +64,7 @@ pub(super) fn profile(
         Some(t) => return Err(loc.at(t.span().start, "profile.top: expected 1 to 1000 functions")),
     };
     Ok(ProfileConfig {
+        host: super::hosts::host_of(loc, &p.host, "profile")?,
         service,
         repetitions,
         frequency,

@@ -118,6 +118,7 @@ pub fn run_on(
     let placed = [
         exp.service.as_ref().and_then(|s| s.host.as_ref()),
         exp.monitor.as_ref().and_then(|m| m.host.as_ref()),
+        exp.profile.as_ref().and_then(|p| p.host.as_ref()),
     ];
     if let (Some(h), None) = (placed.iter().flatten().next(), sites) {
         return Err(RunError::Refused(

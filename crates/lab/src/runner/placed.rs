@@ -1,15 +1,17 @@
-//! The trial's service and monitor, wherever they run. A [`Service`] is local (a
-//! [`RunningService`], this process's child) or remote (started by a [`Site`] session
-//! on an inventory host: `[service] host = "b"`); a [`Monitoring`] likewise. The runner
+//! The trial's service, monitor and profile, wherever they run. A [`Service`] is local
+//! (a [`RunningService`], this process's child) or remote (started by a [`Site`]
+//! session on an inventory host: `[service] host = "b"`); a [`Monitoring`] and a
+//! [`Profiling`] likewise (`[monitor] host`, `[profile] host`). The runner
 //! keeps one session per host for the whole run, opened the first time a host is
 //! needed and dropped when it fails (the next trial opens a new one) or the run ends —
 //! and the host stops what the session started when it goes.
 //!
 //! Only a local service has a pid that means something here: the command workload's
 //! leftovers, the hooks, the doctor and the profiler see [`Service::local_pid`], and a
-//! remote service is followed by the monitor on its own host. A remote service is
-//! recorded with each trial as the `service.json` artifact (host, address, pid there,
-//! port, network namespace), a remote monitor as `monitor.json`.
+//! remote service is followed by the monitor and the profiler on its own host. A
+//! remote service is recorded with each trial as the `service.json` artifact (host,
+//! address, pid there, port, network namespace), a remote monitor as `monitor.json`,
+//! and a remote profile carries its host and pid in its `profile.json`.
 
 use std::collections::BTreeMap;
 
@@ -23,7 +25,7 @@ use super::Runner;
 use crate::experiment::ServiceSpec;
 use crate::plan::PlannedTrial;
 use crate::service::RunningService;
-use crate::site::{ServiceStarted, Site};
+use crate::site::{ProfileResult, ProfileRun, ServiceStarted, Site};
 
 /// The service under test of the current config.
 pub(super) enum Service {
@@ -57,6 +59,13 @@ impl Service {
 pub(super) enum Monitoring {
     Local(MonitorHandle),
     /// Sampling on this host, in its session.
+    Remote(String),
+}
+
+/// A trial's profile being recorded.
+pub(super) enum Profiling {
+    Local(ProfileRun),
+    /// Recording on this host, in its session.
     Remote(String),
 }
 
@@ -278,6 +287,73 @@ impl Runner<'_> {
                     None
                 }
             },
+        }
+    }
+
+    /// Starts `[profile]` recording for a trial, here or on its host (of the service's
+    /// process where it runs, when the profile targets it). Not started: a warning.
+    pub(super) fn start_profile(&mut self, spec: &TrialSpec) -> Option<Profiling> {
+        let cfg = spec.attachments.profile.as_ref()?;
+        let Some(host) = self.exp.profile.as_ref().and_then(|p| p.host.clone()) else {
+            let pid = self.service.as_ref().and_then(Service::local_pid);
+            let dir = self.run_dir.join(format!("profile-t{}", spec.ordinal));
+            return match crate::site::start_profile(cfg, pid, dir) {
+                Ok(r) => Some(Profiling::Local(r)),
+                Err(e) => {
+                    self.obs.warn(&format!(
+                        "profile not started for trial {}: {e}",
+                        spec.ordinal
+                    ));
+                    None
+                }
+            };
+        };
+        // A profile of the service needs the session that runs it: a new one has none.
+        let started = self
+            .on_site(&host.name, !cfg.service, |s| s.start_profile(cfg))
+            .and_then(|answer| answer);
+        match started {
+            Ok(_) => Some(Profiling::Remote(host.name)),
+            Err(e) => {
+                self.obs.warn(&format!(
+                    "profile not started for trial {} on host {}: {e}",
+                    spec.ordinal, host.name
+                ));
+                None
+            }
+        }
+    }
+
+    /// Stops a trial's profile: the profile and, for a remote one, its host. Lost: a
+    /// warning.
+    pub(super) fn stop_profile(
+        &mut self,
+        p: Profiling,
+        trial: u32,
+    ) -> Option<(ProfileResult, Option<String>)> {
+        match p {
+            Profiling::Local(r) => match r.stop() {
+                Ok(p) => Some((p, None)),
+                Err(e) => {
+                    self.obs
+                        .warn(&format!("profile of trial {trial} lost: {e}"));
+                    None
+                }
+            },
+            Profiling::Remote(host) => {
+                match self
+                    .on_site(&host, false, |s| s.stop_profile())
+                    .and_then(|answer| answer)
+                {
+                    Ok(p) => Some((p, Some(host))),
+                    Err(e) => {
+                        self.obs.warn(&format!(
+                            "profile of trial {trial} on host {host} lost: {e}"
+                        ));
+                        None
+                    }
+                }
+            }
         }
     }
 }

@@ -1,7 +1,8 @@
 //! One trial of a run: its service, hooks, attachments (monitor, profile, doctor) and
-//! workload (where the service and monitor run: `placed`). The workload is built from the trial as data ([`TrialSpec`]) by the
-//! runner's [`WorkloadFactory`](perflab_workloads::spec::WorkloadFactory) — the seam a
-//! fake workload (crates/lab/tests) and a remote worker use (docs/architecture.md).
+//! workload (where the service, monitor and profile run: `placed`). The workload is
+//! built from the trial as data ([`TrialSpec`]) by the runner's
+//! [`WorkloadFactory`](perflab_workloads::spec::WorkloadFactory) — the seam a fake
+//! workload (crates/lab/tests) and a remote worker use (docs/architecture.md).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -19,6 +20,7 @@ use super::{Done, Runner};
 use crate::experiment::WorkloadSpec;
 use crate::plan::PlannedTrial;
 use crate::service::argv;
+use crate::site::ProfileResult;
 
 /// The experiment's four hooks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,7 +89,7 @@ impl Runner<'_> {
         let result = self.workload(&spec);
         let doctor = watch.and_then(|w| self.doctor.finish(w, self.obs));
         let recording = monitor.and_then(|m| self.stop_monitor(m));
-        let profile = profiler.map(|p| p.stop());
+        let profile = profiler.and_then(|p| self.stop_profile(p, t.ordinal));
         let mut done = match result {
             Ok(m) => Done {
                 status: TrialStatus::Ok,
@@ -108,16 +110,8 @@ impl Runner<'_> {
         }
         done.m.artifacts.extend(self.service_artifact());
         done.m.artifacts.extend(doctor);
-        match profile {
-            Some(Ok(p)) => add_profile(
-                &mut done.m,
-                &p,
-                spec.attachments.profile.as_ref().map_or(10, |c| c.top),
-            ),
-            Some(Err(e)) => self
-                .obs
-                .warn(&format!("profile of trial {} lost: {e}", t.ordinal)),
-            None => {}
+        if let Some((p, host)) = profile {
+            add_profile(&mut done.m, &p, host.as_deref());
         }
         if done.status != TrialStatus::Interrupted && !self.is_interrupted() {
             if let Err(e) = self.check_service() {
@@ -139,33 +133,6 @@ impl Runner<'_> {
             }
         }
         done
-    }
-
-    /// Starts `[profile]` recording when the trial carries one.
-    fn start_profile(&self, spec: &TrialSpec) -> Option<perflab_profile::Running> {
-        let cfg = spec.attachments.profile.as_ref()?;
-        let pid = self.service.as_ref().and_then(|s| s.local_pid());
-        let target = match (pid, cfg.service) {
-            (Some(pid), true) => perflab_profile::Target::Pid(pid),
-            _ => perflab_profile::Target::System,
-        };
-        let p = perflab_profile::ProfileSpec {
-            target,
-            frequency: cfg.frequency,
-            call_graph: cfg.call_graph,
-            output_dir: Some(self.run_dir.join(format!("profile-t{}", spec.ordinal))),
-            ..Default::default()
-        };
-        match perflab_profile::Profiler::start(&p) {
-            Ok(r) => Some(r),
-            Err(e) => {
-                self.obs.warn(&format!(
-                    "profile not started for trial {}: {e}",
-                    spec.ordinal
-                ));
-                None
-            }
-        }
     }
 
     fn hook_failed(&self, what: &str, e: String) -> Done {
@@ -336,38 +303,55 @@ fn add_recording(m: &mut Measurement, rec: perflab_telemetry::Recording) {
 
 /// Adds a profile to a trial: the report (JSON), folded stacks and flame graph as
 /// artifacts, the kernel's share of the samples as `profile.kernel_pct`, and the top
-/// functions' shares of all samples as `fn:NAME` metrics.
-fn add_profile(m: &mut Measurement, p: &perflab_profile::Profile, top: usize) {
-    let report = p.report(&perflab_profile::ReportOptions::default());
+/// functions' shares of all samples as `fn:NAME` metrics. A profile taken on another
+/// host has that host, and the pid it profiled there (null: every CPU), beside the
+/// report's fields in `profile.json`.
+fn add_profile(m: &mut Measurement, p: &ProfileResult, host: Option<&str>) {
+    /// The report with where it was taken.
+    #[derive(serde::Serialize)]
+    struct Placed<'a> {
+        #[serde(flatten)]
+        report: &'a perflab_profile::Report,
+        host: &'a str,
+        pid: Option<i32>,
+    }
     // The kernel's share of the samples: the profiler study's first figure (70 % there).
     m.metrics.push(perflab_store::MetricValue::new(
         "profile.kernel_pct",
         "%",
-        report.kernel_pct,
+        p.report.kernel_pct,
         "lower",
     ));
+    let report = match host {
+        None => serde_json::to_vec_pretty(&p.report),
+        Some(host) => serde_json::to_vec_pretty(&Placed {
+            report: &p.report,
+            host,
+            pid: p.pid,
+        }),
+    };
     m.artifacts.push(ArtifactData {
         name: ARTIFACT_PROFILE.into(),
         media_type: "application/json".into(),
-        content: serde_json::to_vec_pretty(&report).unwrap_or_default(),
+        content: report.unwrap_or_default(),
     });
     m.artifacts.push(ArtifactData {
         name: ARTIFACT_STACKS.into(),
         media_type: "text/plain".into(),
-        content: p.folded().into_bytes(),
+        content: p.folded.clone().into_bytes(),
     });
-    if let Ok(svg) = p.flamegraph_svg() {
+    if let Some(svg) = &p.flamegraph {
         m.artifacts.push(ArtifactData {
             name: ARTIFACT_FLAMEGRAPH.into(),
             media_type: "image/svg+xml".into(),
-            content: svg,
+            content: svg.clone().into_bytes(),
         });
     }
-    for (name, pct) in p.top_functions(top) {
+    for (name, pct) in &p.top {
         m.metrics.push(perflab_store::MetricValue::new(
             &format!("fn:{name}"),
             "%",
-            pct,
+            *pct,
             "lower",
         ));
     }
