@@ -14,6 +14,7 @@ declare -A PKG=(
   [nginx]=nginx [wrk]=wrk [perf]=linux-perf [ip]=iproute2 [pgrep]=procps [setpriv]=util-linux
   [ssh]=openssh-client [ssh-keygen]=openssh-client [sshd]=openssh-server
   [chromium]=chromium [h2load]=nghttp2-client [openssl]=openssl [curl]=curl
+  [srun]=slurm-wlm [slurmctld]=slurm-wlm [slurmd]=slurm-wlm [munged]=munge
 )
 missing=()
 for prog in "${!PKG[@]}"; do

@@ -9,7 +9,11 @@
 //!    estimate) and its facts (its cores weigh its share of the load);
 //! 2. `{"spec": TABLE}` (this agent's segment, `LoadSpec`'s table form) → the spec is
 //!    checked — URLs resolved, requests serialised, nothing sent — and [`Said::Armed`]
-//!    (or [`Said::Failed`], and the agent exits);
+//!    (or [`Said::Failed`], and the agent exits). Under Slurm every task reads the same
+//!    stdin (`srun --input=all`), so the controller cannot address one: it broadcasts
+//!    `{"share": {"spec": TABLE, "tasks": [...], "weights": [...]}}` — the whole load,
+//!    the task ids that take part and their weights — and each task computes the same
+//!    split and takes its own segment by its `SLURM_PROCID` ([`segment_of`]);
 //! 3. `"go"` — the barrier: every agent got its spec and armed before any starts →
 //!    [`Said::Running`] with this host's clock at the start, then one [`Said::Second`]
 //!    per recorded second (its interval histogram, compressed V2 in base64), then
@@ -37,8 +41,61 @@ pub enum Order {
     Agent,
     /// This agent's segment, in `LoadSpec`'s table form (`LoadSpec::to_table`).
     Spec(serde_json::Value),
+    /// The whole load and how it is shared (Slurm: one broadcast for every task); each
+    /// task runs `segments(spec, weights)` at its position in `tasks` ([`segment_of`]).
+    Share {
+        spec: serde_json::Value,
+        tasks: Vec<usize>,
+        weights: Vec<f64>,
+    },
     /// The barrier is passed: start now.
     Go,
+}
+
+/// Which Slurm task this agent is (`SLURM_PROCID`, `SLURM_NTASKS`, `SLURMD_NODENAME`);
+/// None outside `srun`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Task {
+    pub id: usize,
+    pub count: usize,
+    #[serde(default)]
+    pub node: Option<String>,
+}
+
+impl Task {
+    /// From the environment `var` reads (`std::env::var` in the agent).
+    pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Option<Task> {
+        let num = |k: &str| var(k).and_then(|v| v.trim().parse::<usize>().ok());
+        let (id, count) = (num("SLURM_PROCID")?, num("SLURM_NTASKS")?);
+        (id < count).then(|| Task {
+            id,
+            count,
+            node: var("SLURMD_NODENAME").filter(|n| !n.trim().is_empty()),
+        })
+    }
+}
+
+/// Task `task`'s segment of the whole load `spec` shared by `weights` among `tasks`
+/// (the same split the controller made: [`crate::agents::segments`]); None when the
+/// task takes no part (it was lost before the split).
+pub fn segment_of(
+    task: usize,
+    spec: &LoadSpec,
+    tasks: &[usize],
+    weights: &[f64],
+) -> Result<Option<LoadSpec>, String> {
+    if tasks.len() != weights.len() {
+        return Err(format!(
+            "{} tasks but {} weights in the share",
+            tasks.len(),
+            weights.len()
+        ));
+    }
+    let Some(at) = tasks.iter().position(|t| *t == task) else {
+        return Ok(None);
+    };
+    let mut segs = crate::agents::segments(spec, weights)?;
+    Ok(Some(segs.swap_remove(at)))
 }
 
 /// What an agent says, one JSON object per line.
@@ -50,6 +107,9 @@ pub enum Said {
         unix_ns: u64,
         cores: Option<u32>,
         host: serde_json::Value,
+        /// Under `srun`: which task this is (the controller names the agent by its node).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task: Option<Task>,
     },
     /// The segment is checked and ready to start.
     Armed,
@@ -128,30 +188,43 @@ pub fn serve(
     host: serde_json::Value,
 ) -> i32 {
     let cores = host.get("cores").and_then(|c| c.as_u64()).map(|c| c as u32);
+    let task = Task::from_env(|k| std::env::var(k).ok());
     if !say(
         &mut out,
         &Said::Hello {
             unix_ns: now_ns(),
             cores,
             host,
+            task: task.clone(),
         },
     ) {
         return 1;
     }
-    let (spec, checked) = match next(&mut input) {
+    let read = |table: serde_json::Value| -> Result<LoadSpec, String> {
+        serde_json::from_value(table).map_err(|e| format!("the segment's spec: {e}"))
+    };
+    let segment = match next(&mut input) {
         None => return 0,
-        Some(Ok(Order::Spec(table))) => {
-            let spec: LoadSpec = match serde_json::from_value(table) {
-                Ok(s) => s,
-                Err(e) => return fail(&mut out, format!("the segment's spec: {e}")),
-            };
-            match perflab_load::check(&spec) {
-                Ok(c) => (spec, c),
-                Err(e) => return fail(&mut out, e.to_string()),
-            }
-        }
+        Some(Ok(Order::Spec(table))) => read(table).map(Some),
+        Some(Ok(Order::Share {
+            spec,
+            tasks,
+            weights,
+        })) => match &task {
+            None => Err("a shared load needs SLURM_PROCID and SLURM_NTASKS (srun)".into()),
+            Some(t) => read(spec).and_then(|s| segment_of(t.id, &s, &tasks, &weights)),
+        },
         Some(Ok(o)) => return fail(&mut out, format!("expected a spec, got {o:?}")),
         Some(Err(e)) => return fail(&mut out, e),
+    };
+    let (spec, checked) = match segment {
+        // Left out of the split (lost before it): nothing to run.
+        Ok(None) => return 0,
+        Ok(Some(spec)) => match perflab_load::check(&spec) {
+            Ok(c) => (spec, c),
+            Err(e) => return fail(&mut out, e.to_string()),
+        },
+        Err(e) => return fail(&mut out, e),
     };
     if !say(&mut out, &Said::Armed) {
         return 1;
@@ -240,6 +313,65 @@ mod tests {
             matches!(&said[1], Said::Failed { message } if message.contains("ftp")),
             "{said:?}"
         );
+    }
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |k| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn the_task_comes_from_slurms_environment() {
+        let t = Task::from_env(env(&[
+            ("SLURM_PROCID", "1"),
+            ("SLURM_NTASKS", "2"),
+            ("SLURMD_NODENAME", "n2"),
+        ]));
+        assert_eq!(
+            t,
+            Some(Task {
+                id: 1,
+                count: 2,
+                node: Some("n2".into())
+            })
+        );
+        assert_eq!(Task::from_env(env(&[("SLURM_PROCID", "0")])), None);
+        assert_eq!(
+            Task::from_env(env(&[("SLURM_PROCID", "2"), ("SLURM_NTASKS", "2")])),
+            None
+        );
+        assert_eq!(Task::from_env(env(&[])), None);
+    }
+
+    #[test]
+    fn each_task_takes_its_own_segment_of_the_share() {
+        let mut spec = LoadSpec::new("http://127.0.0.1:9/");
+        spec.connections = 4;
+        spec.requests = Some(2001);
+        // Tasks 0, 1, 2 took part; the segments add up and follow the weights.
+        let (tasks, weights) = ([0, 1, 2], [1.0, 1.0, 2.0]);
+        let segs: Vec<LoadSpec> = (0..3)
+            .map(|t| segment_of(t, &spec, &tasks, &weights).unwrap().unwrap())
+            .collect();
+        assert_eq!(segs.iter().map(|s| s.requests.unwrap()).sum::<u64>(), 2001);
+        assert_eq!(segs.iter().map(|s| s.connections).sum::<usize>(), 4);
+        assert_eq!(segs[2].connections, 2);
+        // The controller's split, exactly.
+        let want = crate::agents::segments(&spec, &weights).unwrap();
+        for (a, b) in segs.iter().zip(&want) {
+            assert_eq!((a.requests, a.connections), (b.requests, b.connections));
+        }
+        // A task lost before the split (1 here) takes no part; the others share all.
+        assert!(segment_of(1, &spec, &[0, 2], &[1.0, 1.0])
+            .unwrap()
+            .is_none());
+        let s0 = segment_of(0, &spec, &[0, 2], &[1.0, 1.0]).unwrap().unwrap();
+        let s2 = segment_of(2, &spec, &[0, 2], &[1.0, 1.0]).unwrap().unwrap();
+        assert_eq!(s0.requests.unwrap() + s2.requests.unwrap(), 2001);
+        assert!(segment_of(0, &spec, &[0], &[1.0, 2.0]).is_err());
     }
 
     #[test]

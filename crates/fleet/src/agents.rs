@@ -1,7 +1,13 @@
-//! The controller of a distributed load (`perflab http URL --agents a,b`): one load
-//! test split into segments, each run by `perflab worker` on an inventory host (an
-//! *agent*, [`crate::agent`]) over the same ssh transport and deploy as every remote
-//! trial, started together, and added back into one report.
+//! The controller of a distributed load (`perflab http URL --agents a,b`, or `--engine
+//! slurm`): one load test split into segments, each run by `perflab worker` (an
+//! *agent*, [`crate::agent`]), started together, and added back into one report.
+//!
+//! How the agents are started and spoken to is a [`Link`], one per launch engine: over
+//! ssh, one session per inventory host with the same transport and deploy as every
+//! remote trial ([`crate::ssh_agents`]); under Slurm, one `srun` whose tasks are the
+//! agents, orders broadcast to all and their answers told apart by task label
+//! ([`crate::slurm`]). The controller below — split, barrier, bounded waits, merge —
+//! is the same for both.
 //!
 //! - **Split.** The connections, the open-loop rate and a request count (`-n`) are
 //!   shared in proportion to weights: `--agent-weights`, else each agent's cores (from
@@ -20,22 +26,19 @@
 //!   timeouts, plus [`SLACK`]), and ssh's keep-alives end a session whose link is down
 //!   within about 15 s. An agent that is lost (its session ends, it fails, or it misses
 //!   a deadline) fails only its own segment: the run reports it with the reason and
-//!   merges the others.
+//!   merges the others. An agent lost before it could even be started is an [`Agent`]
+//!   with its reason and no session.
 //! - **Stopping.** When `stop` is set (Ctrl-C) every agent's stdin is closed: each
 //!   ends its load at once and reports what ran.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, ChildStdin, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use perflab_load::{decode_histogram, LoadSpec, Report};
 
 use crate::agent::{Order, Said};
-use crate::remote::Fleet;
 
 /// The time a step may take beyond the work itself (a connection, a slow host).
 pub const SLACK: Duration = Duration::from_secs(30);
@@ -123,162 +126,208 @@ pub struct Outcome {
     pub merged: Option<Report>,
     /// The spread of the agents' start times, corrected by their clock offsets, ms.
     pub start_skew_ms: Option<f64>,
+    /// Why the launch itself failed (`srun` could not start the tasks), when no agent
+    /// said hello and the engine knows.
+    pub launch_failed: Option<String>,
 }
 
 /// What the run asks.
 pub struct Plan<'a> {
     /// The whole load (its thresholds are judged by the caller, on the merged report).
     pub spec: &'a LoadSpec,
-    /// Inventory host names.
-    pub agents: &'a [String],
-    /// `--agent-weights`; None: by cores.
+    /// Each agent's weight, in the link's order; None: by cores.
     pub weights: Option<&'a [f64]>,
     /// Set to stop every agent (Ctrl-C).
     pub stop: Arc<AtomicBool>,
 }
 
-/// A line from an agent (None: its stdout ended), with the time it was heard.
-type Heard = (usize, Option<String>, i128);
+/// A line from agent `.0` (None: its stream ended), with the time it was heard.
+pub type Heard = (usize, Option<String>, i128);
 
-/// One open session with an agent.
-struct Link {
+/// The split, as the controller made it: agent `live[k]` runs `segments[k]`, of weight
+/// `weights[k]`, of the whole load `spec`.
+pub struct Split<'a> {
+    pub spec: &'a LoadSpec,
+    pub live: &'a [usize],
+    pub weights: &'a [f64],
+    pub segments: &'a [LoadSpec],
+}
+
+/// A launch engine's sessions with the agents: how they are started, how orders reach
+/// them, how they end. Agents are numbered `0..names().len()`; every line they say
+/// comes back on the channel given to [`Link::open`], tagged with that number.
+pub trait Link {
+    /// The agents' names until they say hello (inventory hosts, or `task N`).
+    fn names(&self) -> Vec<String>;
+    /// The connect timeout this engine waits on (the hello's deadline is this plus
+    /// [`SLACK`]).
+    fn connect_timeout(&self) -> Duration;
+    /// Starts every agent and sends each the first order ([`Order::Agent`]); per agent:
+    /// the time it was sent, or why the agent could not be started.
+    fn open(&mut self, tx: mpsc::Sender<Heard>) -> Vec<Result<i128, String>>;
+    /// Sends the agents in `split.live` their segments; the agents it could not send
+    /// one to, and why.
+    fn arm(&mut self, split: &Split) -> Vec<(usize, String)>;
+    /// Sends `order` to the agents in `live`.
+    fn tell(&mut self, live: &[usize], order: &Order);
+    /// Closes every agent's stdin: each stops (Ctrl-C).
+    fn close(&mut self);
+    /// Agent `i` is lost: its session is ended where it has one of its own.
+    fn drop_agent(&mut self, i: usize);
+    /// Why agent `i`'s stream ended, from its (or its transport's) last words.
+    fn ended(&mut self, i: usize) -> String;
+    /// Ends every session (all stdins closed, then what is left is stopped).
+    fn hang_up(&mut self);
+    /// Why the launch itself failed (`srun` refused), asked when no agent said hello.
+    fn failure(&mut self) -> Option<String> {
+        None
+    }
+}
+
+/// The controller's view of one agent.
+struct Agent {
     name: String,
-    child: Child,
-    stdin: Option<ChildStdin>,
-    errors: Arc<Mutex<String>>,
-    sent_ns: i128,
-    /// Why it is lost, once it is.
+    /// Why it is lost, once it is (before it was started, too).
     lost: Option<String>,
+    sent_ns: i128,
     offset_ns: Option<i128>,
     cores: Option<u32>,
+    armed: bool,
     started_ns: Option<i128>,
     seconds: BTreeMap<u64, String>,
     report: Option<(Report, String)>,
 }
 
-fn now_ns() -> i128 {
+pub(crate) fn now_ns() -> i128 {
     i128::from(crate::worker::now_ns())
 }
 
-impl Link {
-    fn open(fleet: &Fleet, name: &str, i: usize, tx: mpsc::Sender<Heard>) -> Result<Link, String> {
-        let host = fleet.inventory.get(name)?;
-        let perflab = fleet.perflab_on(host)?;
-        let mut child = fleet
-            .ssh
-            .script(host, &format!("exec {perflab} worker"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // Its own process group: a terminal's Ctrl-C reaches perflab alone.
-            .process_group(0)
-            .spawn()
-            .map_err(|e| format!("cannot run {}: {e}", fleet.ssh.program))?;
-        let stdout = child.stdout.take().expect("piped stdout");
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send((i, Some(line), now_ns())).is_err() {
-                    return;
-                }
-            }
-            let _ = tx.send((i, None, now_ns()));
-        });
-        let errors = Arc::new(Mutex::new(String::new()));
-        let (mut stderr, sink) = (child.stderr.take().expect("piped stderr"), errors.clone());
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = stderr.read_to_string(&mut s);
-            sink.lock().unwrap_or_else(|e| e.into_inner()).push_str(&s);
-        });
-        let mut link = Link {
-            name: format!("{name} ({})", host.address()),
-            stdin: child.stdin.take(),
-            child,
-            errors,
-            sent_ns: now_ns(),
+impl Agent {
+    fn new(name: String) -> Agent {
+        Agent {
+            name,
             lost: None,
+            sent_ns: now_ns(),
             offset_ns: None,
             cores: None,
+            armed: false,
             started_ns: None,
             seconds: BTreeMap::new(),
             report: None,
-        };
-        link.send(&Order::Agent);
-        Ok(link)
+        }
     }
 
     fn live(&self) -> bool {
         self.lost.is_none()
     }
+}
 
-    fn send(&mut self, o: &Order) {
-        let Ok(mut line) = serde_json::to_string(o) else {
-            return;
-        };
-        line.push('\n');
-        self.sent_ns = now_ns();
-        if let Some(s) = self.stdin.as_mut() {
-            // A failed write means ssh is gone: its end of stdout says so, with why.
-            let _ = s.write_all(line.as_bytes()).and_then(|_| s.flush());
+/// The agents and their link.
+struct Run<'l> {
+    agents: Vec<Agent>,
+    link: &'l mut dyn Link,
+}
+
+impl Run<'_> {
+    fn live(&self) -> Vec<usize> {
+        (0..self.agents.len())
+            .filter(|i| self.agents[*i].live())
+            .collect()
+    }
+
+    fn lose(&mut self, i: usize, why: String) {
+        let a = &mut self.agents[i];
+        if a.lost.is_none() {
+            a.lost = Some(why);
+            self.link.drop_agent(i);
         }
     }
 
-    fn lose(&mut self, why: String) {
-        if self.lost.is_none() {
-            self.lost = Some(why);
+    /// Takes in one line of agent `i` (None: the end of its stream).
+    fn hear(&mut self, i: usize, line: Option<String>, at: i128) {
+        if !self.agents[i].live() {
+            return; // A lost agent's last lines (a Slurm task runs on): not counted.
         }
-        crate::remote::hang_up(&mut self.child, Duration::from_secs(2));
-    }
-
-    /// Why the session ended, from ssh's (or the worker's) last words.
-    fn ended(&mut self) -> String {
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-        let err = self.errors.lock().unwrap_or_else(|e| e.into_inner());
-        let last = err.lines().rev().find(|l| !l.trim().is_empty());
-        format!(
-            "the session ended{}",
-            last.map(|l| format!(": {}", l.trim())).unwrap_or_default()
-        )
-    }
-
-    /// Takes in one line (None: the end of its stdout).
-    fn hear(&mut self, line: Option<String>, at: i128) {
         let Some(line) = line else {
-            if self.report.is_some() {
+            if self.agents[i].report.is_some() {
                 return; // Its work is done: the end of its session is no loss.
             }
-            let why = self.ended();
-            self.lose(why);
+            let why = self.link.ended(i);
+            self.lose(i, why);
             return;
         };
         // A line that is not ours (a login banner on stdout): ignored.
         let Ok(said) = serde_json::from_str::<Said>(&line) else {
             return;
         };
+        let a = &mut self.agents[i];
         match said {
-            Said::Hello { unix_ns, cores, .. } => {
-                self.offset_ns = Some(i128::from(unix_ns) - (self.sent_ns + at) / 2);
-                self.cores = cores;
+            Said::Hello {
+                unix_ns,
+                cores,
+                task,
+                ..
+            } => {
+                a.offset_ns = Some(i128::from(unix_ns) - (a.sent_ns + at) / 2);
+                a.cores = cores;
+                if let Some(node) = task.and_then(|t| t.node) {
+                    a.name = node;
+                }
             }
-            Said::Armed => {}
-            Said::Running { unix_ns } => self.started_ns = Some(i128::from(unix_ns)),
+            Said::Armed => a.armed = true,
+            Said::Running { unix_ns } => a.started_ns = Some(i128::from(unix_ns)),
             Said::Second { second, histogram } => {
-                self.seconds.insert(second, histogram);
+                a.seconds.insert(second, histogram);
             }
             Said::Report {
                 report,
                 histogram,
                 histogram_uncorrected,
             } => match read_report(report, &histogram, histogram_uncorrected.as_deref()) {
-                Ok(r) => self.report = Some((r, histogram)),
-                Err(e) => self.lose(format!("its report: {e}")),
+                Ok(r) => a.report = Some((r, histogram)),
+                Err(e) => self.lose(i, format!("its report: {e}")),
             },
-            Said::Failed { message } => self.lose(message),
+            Said::Failed { message } => self.lose(i, message),
+        }
+    }
+
+    /// Waits until `done` holds for every live agent, or the deadline (then the others
+    /// are lost, with `what` as the reason), or `stop` (then, when `close` is false, it
+    /// gives up at once; else it closes every stdin and waits a while longer).
+    fn wait(
+        &mut self,
+        rx: &mpsc::Receiver<Heard>,
+        limit: Duration,
+        what: &str,
+        done: impl Fn(&Agent) -> bool,
+        close: bool,
+        stop: &AtomicBool,
+    ) {
+        let mut deadline = Instant::now() + limit;
+        let mut stopped = false;
+        while self.agents.iter().any(|a| a.live() && !done(a)) {
+            if !stopped && stop.load(Ordering::SeqCst) {
+                stopped = true;
+                if !close {
+                    return;
+                }
+                self.link.close();
+                deadline = deadline.min(Instant::now() + SLACK / 3);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                for i in 0..self.agents.len() {
+                    if self.agents[i].live() && !done(&self.agents[i]) {
+                        self.lose(i, format!("no {what} within {limit:?}"));
+                    }
+                }
+                return;
+            }
+            if let Ok((i, line, at)) = rx.recv_timeout(left.min(Duration::from_millis(100))) {
+                if i < self.agents.len() {
+                    self.hear(i, line, at);
+                }
+            }
         }
     }
 }
@@ -289,109 +338,54 @@ fn read_report(v: serde_json::Value, h: &str, unc: Option<&str>) -> Result<Repor
     Ok(r.with_histograms(decode_histogram(h)?, unc))
 }
 
-/// Waits until `done` holds for every live link, or the deadline (then the others
-/// are lost, with `what` as the reason), or `stop` (when `on_stop` says to give up).
-fn wait(
-    links: &mut [Link],
-    rx: &mpsc::Receiver<Heard>,
-    limit: Duration,
-    what: &str,
-    done: impl Fn(&Link) -> bool,
-    mut on_stop: impl FnMut(&mut [Link]) -> bool,
-    stop: &AtomicBool,
-) {
-    let mut deadline = Instant::now() + limit;
-    let mut stopped = false;
-    while links.iter().any(|l| l.live() && !done(l)) {
-        if !stopped && stop.load(Ordering::SeqCst) {
-            stopped = true;
-            if on_stop(links) {
-                return;
-            }
-            deadline = deadline.min(Instant::now() + SLACK / 3);
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            for l in links.iter_mut().filter(|l| l.live() && !done(l)) {
-                l.lose(format!("no {what} within {limit:?}"));
-            }
-            return;
-        }
-        if let Ok((i, line, at)) = rx.recv_timeout(left.min(Duration::from_millis(100))) {
-            links[i].hear(line, at);
-        }
-    }
-}
-
-/// Runs the load on the agents; `progress` hears what happens (for stderr).
-pub fn run(fleet: &Fleet, plan: &Plan, mut progress: impl FnMut(&str)) -> Outcome {
+/// Runs the load on the agents `link` starts; `progress` hears what happens (for
+/// stderr).
+pub fn run(link: &mut dyn Link, plan: &Plan, mut progress: impl FnMut(&str)) -> Outcome {
     let (tx, rx) = mpsc::channel();
-    // Deploy and connect in parallel: a slow host does not hold up the others' start.
-    let opened: Vec<Result<Link, String>> = std::thread::scope(|s| {
-        let handles: Vec<_> = plan
-            .agents
-            .iter()
-            .enumerate()
-            .map(|(i, name)| {
-                let tx = tx.clone();
-                s.spawn(move || Link::open(fleet, name, i, tx))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err("panicked".into())))
-            .collect()
-    });
-    drop(tx);
-    let mut lost_early: Vec<(usize, String)> = Vec::new();
-    let mut links: Vec<Link> = Vec::new();
-    for (i, r) in opened.into_iter().enumerate() {
-        match r {
-            Ok(l) => links.push(l),
-            Err(e) => {
-                lost_early.push((i, e));
-                // A placeholder keeps indices aligned with the senders' numbers.
-                links.push(placeholder(&plan.agents[i]));
-            }
+    let mut agents: Vec<Agent> = link.names().into_iter().map(Agent::new).collect();
+    let opened = link.open(tx);
+    for (a, o) in agents.iter_mut().zip(opened) {
+        match o {
+            Ok(sent) => a.sent_ns = sent,
+            Err(why) => a.lost = Some(why),
         }
     }
-    for (i, e) in lost_early {
-        links[i].lost = Some(e);
-    }
+    let mut run = Run { agents, link };
     let spec = plan.spec;
     let stop = &plan.stop;
-    let connect = Duration::from_secs(u64::from(fleet.ssh.connect_timeout_s));
-    let give_up = |_: &mut [Link]| true;
-    wait(
-        &mut links,
-        &rx,
-        connect + SLACK,
-        "hello",
-        |l| l.offset_ns.is_some(),
-        give_up,
-        stop,
-    );
+    let hello = run.link.connect_timeout() + SLACK;
+    run.wait(&rx, hello, "hello", |a| a.offset_ns.is_some(), false, stop);
+    let launch_failed = if run.agents.iter().all(|a| a.offset_ns.is_none()) {
+        run.link.failure()
+    } else {
+        None
+    };
     // The split, among the agents that answered.
-    let live: Vec<usize> = (0..links.len()).filter(|i| links[*i].live()).collect();
+    let live = run.live();
     let weights: Vec<f64> = live
         .iter()
         .map(|i| match plan.weights {
             Some(w) => w[*i],
-            None => f64::from(links[*i].cores.unwrap_or(1).max(1)),
+            None => f64::from(run.agents[*i].cores.unwrap_or(1).max(1)),
         })
         .collect();
-    let mut outcome_weight = vec![0.0; links.len()];
-    let mut outcome_conns = vec![0; links.len()];
+    let mut outcome_weight = vec![0.0; run.agents.len()];
+    let mut outcome_conns = vec![0; run.agents.len()];
     if !live.is_empty() {
         match segments(spec, &weights) {
             Ok(segs) => {
-                for ((i, seg), w) in live.iter().zip(segs).zip(&weights) {
+                for ((i, seg), w) in live.iter().zip(&segs).zip(&weights) {
                     outcome_weight[*i] = *w;
                     outcome_conns[*i] = seg.connections;
-                    match seg.to_table() {
-                        Ok(t) => links[*i].send(&Order::Spec(t)),
-                        Err(e) => links[*i].lose(e.to_string()),
-                    }
+                }
+                let split = Split {
+                    spec,
+                    live: &live,
+                    weights: &weights,
+                    segments: &segs,
+                };
+                for (i, why) in run.link.arm(&split) {
+                    run.lose(i, why);
                 }
                 progress(&format!(
                     "agents: {} armed with their segments; waiting at the barrier",
@@ -400,125 +394,54 @@ pub fn run(fleet: &Fleet, plan: &Plan, mut progress: impl FnMut(&str)) -> Outcom
             }
             Err(e) => {
                 for i in &live {
-                    links[*i].lose(e.clone());
+                    run.lose(*i, e.clone());
                 }
             }
         }
         let armed_limit = spec.connect_timeout + SLACK;
-        wait_armed(&mut links, &rx, armed_limit, stop);
+        run.wait(&rx, armed_limit, "armed", |a| a.armed, false, stop);
     }
     // The barrier is passed: go, all together.
     let run_limit = spec
         .effective_duration()
         .map(|d| d + spec.warmup + spec.timeout + spec.connect_timeout + SLACK)
         .unwrap_or(Duration::from_secs(24 * 3600));
-    if !stop.load(Ordering::SeqCst) {
-        for l in links.iter_mut().filter(|l| l.live()) {
-            l.send(&Order::Go);
-        }
+    if !stop.load(Ordering::SeqCst) && run.agents.iter().any(|a| a.live()) {
+        let live = run.live();
+        run.link.tell(&live, &Order::Go);
         progress("agents: go");
-        let close_all = |links: &mut [Link]| {
-            for l in links.iter_mut() {
-                drop(l.stdin.take());
-            }
-            false
-        };
-        wait(
-            &mut links,
-            &rx,
-            run_limit,
-            "report",
-            |l| l.report.is_some(),
-            close_all,
-            stop,
-        );
+        run.wait(&rx, run_limit, "report", |a| a.report.is_some(), true, stop);
     }
-    finish(links, outcome_weight, outcome_conns)
+    run.link.hang_up();
+    let mut outcome = finish(run.agents, outcome_weight, outcome_conns);
+    outcome.launch_failed = launch_failed;
+    outcome
 }
 
-/// Waits for every live agent's `armed` (an agent says nothing else before it).
-fn wait_armed(links: &mut [Link], rx: &mpsc::Receiver<Heard>, limit: Duration, stop: &AtomicBool) {
-    let deadline = Instant::now() + limit;
-    let mut armed = vec![false; links.len()];
-    while (0..links.len()).any(|i| links[i].live() && !armed[i]) {
-        if stop.load(Ordering::SeqCst) {
-            return;
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            for (i, l) in links.iter_mut().enumerate() {
-                if l.live() && !armed[i] {
-                    l.lose(format!("not armed within {limit:?}"));
-                }
-            }
-            return;
-        }
-        if let Ok((i, line, at)) = rx.recv_timeout(left.min(Duration::from_millis(100))) {
-            if line
-                .as_deref()
-                .and_then(|t| serde_json::from_str::<Said>(t).ok())
-                .is_some_and(|s| matches!(s, Said::Armed))
-            {
-                armed[i] = true;
-            }
-            links[i].hear(line, at);
-        }
-    }
-}
-
-/// A link that never opened (its host could not be reached or prepared).
-fn placeholder(name: &str) -> Link {
-    // `true` exits at once: a child to hold, never a session.
-    let child = std::process::Command::new("true")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .or_else(|_| std::process::Command::new("/bin/true").spawn())
-        .expect("spawn true");
-    Link {
-        name: name.to_string(),
-        child,
-        stdin: None,
-        errors: Arc::default(),
-        sent_ns: 0,
-        lost: Some("not opened".into()),
-        offset_ns: None,
-        cores: None,
-        started_ns: None,
-        seconds: BTreeMap::new(),
-        report: None,
-    }
-}
-
-/// Every session closed; the reports merged.
-fn finish(mut links: Vec<Link>, weights: Vec<f64>, conns: Vec<usize>) -> Outcome {
-    for l in &mut links {
-        drop(l.stdin.take());
-        crate::remote::hang_up(&mut l.child, Duration::from_secs(5));
-    }
-    let starts: Vec<f64> = links
+/// The reports merged.
+fn finish(agents: Vec<Agent>, weights: Vec<f64>, conns: Vec<usize>) -> Outcome {
+    let starts: Vec<f64> = agents
         .iter()
-        .filter(|l| l.report.is_some())
-        .filter_map(|l| Some((l.started_ns? - l.offset_ns?) as f64 / 1e6))
+        .filter(|a| a.report.is_some())
+        .filter_map(|a| Some((a.started_ns? - a.offset_ns?) as f64 / 1e6))
         .collect();
     let start_skew_ms = (!starts.is_empty()).then(|| {
         let max = starts.iter().copied().fold(f64::MIN, f64::max);
         let min = starts.iter().copied().fold(f64::MAX, f64::min);
         max - min
     });
-    let parts: Vec<Report> = links
+    let parts: Vec<Report> = agents
         .iter()
-        .filter_map(|l| l.report.as_ref().map(|(r, _)| r.clone()))
+        .filter_map(|a| a.report.as_ref().map(|(r, _)| r.clone()))
         .collect();
     let mut merged = Report::merge(&parts);
     if let Some(m) = merged.as_mut() {
         // Each second's p99 from the agents' histograms of that second, added.
         for p in &mut m.series {
-            let hists: Vec<_> = links
+            let hists: Vec<_> = agents
                 .iter()
-                .filter(|l| l.report.is_some())
-                .filter_map(|l| l.seconds.get(&p.second))
+                .filter(|a| a.report.is_some())
+                .filter_map(|a| a.seconds.get(&p.second))
                 .filter_map(|h| decode_histogram(h).ok())
                 .collect();
             if !hists.is_empty() {
@@ -526,23 +449,23 @@ fn finish(mut links: Vec<Link>, weights: Vec<f64>, conns: Vec<usize>) -> Outcome
             }
         }
     }
-    let agents = links
+    let agents = agents
         .into_iter()
         .enumerate()
-        .map(|(i, l)| {
-            let (result, histogram) = match (l.report, l.lost) {
+        .map(|(i, a)| {
+            let (result, histogram) = match (a.report, a.lost) {
                 (Some((r, h)), _) => (Ok(r), Some(h)),
                 (None, Some(why)) => (Err(why), None),
                 (None, None) => (Err("no report".into()), None),
             };
             AgentOutcome {
-                name: l.name.split(" (").next().unwrap_or(&l.name).to_string(),
+                name: a.name,
                 weight: weights[i],
-                cores: l.cores,
+                cores: a.cores,
                 connections: conns[i],
                 result,
                 histogram,
-                clock_offset_ms: l.offset_ns.map(|o| o as f64 / 1e6),
+                clock_offset_ms: a.offset_ns.map(|o| o as f64 / 1e6),
             }
         })
         .collect();
@@ -550,6 +473,7 @@ fn finish(mut links: Vec<Link>, weights: Vec<f64>, conns: Vec<usize>) -> Outcome
         agents,
         merged,
         start_skew_ms,
+        launch_failed: None,
     }
 }
 

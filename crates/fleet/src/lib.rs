@@ -25,7 +25,9 @@ pub mod inventory;
 pub mod relay;
 pub mod remote;
 pub mod session;
+pub mod slurm;
 pub mod ssh;
+pub mod ssh_agents;
 pub mod worker;
 
 pub use inventory::{Host, Inventory, InventoryError};

@@ -223,6 +223,24 @@ pub struct HttpArgs {
     /// With --agents: trust a host's key seen for the first time (never a changed one).
     #[arg(long, requires = "agents")]
     pub accept_new_host_keys: bool,
+
+    /// Distributed load's launch engine: ssh (--agents over an inventory) or slurm (one
+    /// srun, one agent per node; see docs/fleet.md).
+    #[arg(long, value_name = "ENGINE", default_value = "ssh", value_parser = ["ssh", "slurm"])]
+    pub engine: String,
+
+    /// With --engine slurm: how many nodes (one agent each) [default: the allocation's
+    /// inside salloc/sbatch, else 2].
+    #[arg(long, value_name = "K")]
+    pub nodes: Option<u32>,
+
+    /// With --engine slurm: the Slurm partition to run the agents in.
+    #[arg(long, value_name = "P")]
+    pub partition: Option<String>,
+
+    /// With --engine slurm: the perflab binary the nodes run [default: this one].
+    #[arg(long, value_name = "PATH")]
+    pub perflab: Option<PathBuf>,
 }
 
 /// Builds the engine's spec from the flags.
@@ -307,7 +325,7 @@ pub fn spec_from_args(a: &HttpArgs) -> Result<LoadSpec, SpecError> {
 /// Runs `perflab http`.
 pub fn run(g: &crate::Global, args: &HttpArgs) -> anyhow::Result<ExitCode> {
     let spec = spec_from_args(args).map_err(invalid)?;
-    if !args.agents.is_empty() {
+    if super::http_agents::distributed(args) {
         return super::http_agents::run(g, args, spec);
     }
     // Resolves hosts and reads files: still nothing sent.

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod netns;
+pub mod slurm;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
