@@ -11,7 +11,8 @@
 //! - [`remote`]: the runner's factory for runs over hosts (`on = [...]`, `--on`,
 //!   `[workload] host`) and its opener of sessions with hosts;
 //! - [`agent`] and [`agents`]: distributed load (`perflab http --agents`), the agent's
-//!   side and the controller's: split, barrier, merge;
+//!   side and the controller's: split, barrier, merge; [`agents_trial`]: the same as
+//!   an experiment's trial (`[workload] agents = [...]`);
 //! - [`session`]: a session with a host for the service under test and the monitor
 //!   that run there (`[service] host`, `[monitor] host`).
 //!
@@ -20,6 +21,7 @@
 
 pub mod agent;
 pub mod agents;
+pub mod agents_trial;
 pub mod deploy;
 pub mod inventory;
 pub mod relay;

@@ -24,7 +24,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use perflab_workloads::spec::{Builtin, TrialSpec, WorkloadFactory};
+use perflab_workloads::spec::{Builtin, KindSpec, TrialSpec, WorkloadFactory};
 use perflab_workloads::{ArtifactData, Measurement, TrialContext, Workload, WorkloadError};
 
 use perflab_lab::site::{Site, Sites};
@@ -37,7 +37,8 @@ use crate::worker::Event;
 /// A host's perflab (the word to run it by there), or why it has none: settled once.
 type Deployed = Arc<OnceLock<Result<String, String>>>;
 
-/// The factory of a run over hosts.
+/// The factory of a run over hosts. (A clone shares what has been deployed.)
+#[derive(Clone)]
 pub struct Fleet {
     pub inventory: Inventory,
     pub ssh: Ssh,
@@ -48,7 +49,7 @@ pub struct Fleet {
     pub workload_host: Option<String>,
     /// Per host: the perflab to run there, or why there is none.
     /// (Hosts deploy in parallel: a host's first trial waits only for its own.)
-    deployed: Mutex<HashMap<String, Deployed>>,
+    deployed: Arc<Mutex<HashMap<String, Deployed>>>,
 }
 
 impl Fleet {
@@ -58,7 +59,7 @@ impl Fleet {
             ssh,
             scratch,
             workload_host: None,
-            deployed: Mutex::new(HashMap::new()),
+            deployed: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
@@ -74,6 +75,18 @@ impl Fleet {
 
 impl WorkloadFactory for Fleet {
     fn build(&self, trial: &TrialSpec) -> Result<Box<dyn Workload>, WorkloadError> {
+        // A distributed load runs from its agents, whoever starts it.
+        if let KindSpec::Http(o) = &trial.workload {
+            if let (options, Some(agents)) =
+                perflab_workloads::http::split_agents(o).map_err(WorkloadError::Setup)?
+            {
+                return Ok(Box::new(crate::agents_trial::AgentsTrial {
+                    fleet: self.clone(),
+                    options,
+                    agents,
+                }));
+            }
+        }
         let param = trial.params.get("host").and_then(|v| v.as_str());
         let Some(name) = param.or(self.workload_host.as_deref()) else {
             return Builtin.build(trial);

@@ -149,3 +149,21 @@ pub fn rendered(
 fn as_json(t: &toml::Table) -> serde_json::Value {
     serde_json::to_value(t).unwrap_or_default()
 }
+
+impl WorkloadSpec {
+    /// `agents = [...]` of an http workload: the inventory hosts its load runs from
+    /// (a distributed load; crate fleet runs it). Empty for every other workload.
+    pub fn agents(&self) -> Vec<String> {
+        let WorkloadSpec::Http(t) = self else {
+            return Vec::new();
+        };
+        t.get("agents")
+            .and_then(|v| v.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(|s| s.trim().to_string()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}

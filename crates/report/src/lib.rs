@@ -13,6 +13,7 @@
 //! templated SVG, one module per chart kind under [`chart`]: a plotting crate would
 //! bring fonts and raster back-ends we do not need for a few axes, dots and lines.
 
+pub mod agents;
 pub mod chart;
 pub mod compare;
 pub mod data;

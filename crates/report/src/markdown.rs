@@ -16,6 +16,7 @@ pub fn render(d: &ReportData) -> String {
     results(&mut out, d);
     comparison(&mut out, d);
     interaction(&mut out, d);
+    agents(&mut out, d);
     doctor(&mut out, d);
     thresholds(&mut out, d);
     problems(&mut out, d);
@@ -242,6 +243,22 @@ fn doctor(out: &mut String, d: &ReportData) {
         ],
         &rows,
     );
+}
+
+fn agents(out: &mut String, d: &ReportData) {
+    let rows = crate::agents::rows(d);
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "## Agents\n");
+    if let Some(s) = crate::agents::skew(d) {
+        let _ = writeln!(out, "{s}\n");
+    }
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| md_cell(c)).collect())
+        .collect();
+    table(out, &crate::agents::HEAD, &rows);
 }
 
 fn thresholds(out: &mut String, d: &ReportData) {

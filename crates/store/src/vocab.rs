@@ -28,6 +28,9 @@ pub const ARTIFACT_HTTP_REPORT: &str = "http-report.json";
 pub const ARTIFACT_DISK_REPORT: &str = "disk-report.json";
 /// An http trial's threshold verdicts (`[workload] thresholds`).
 pub const ARTIFACT_THRESHOLDS: &str = "thresholds.json";
+/// A distributed load's agents (JSON: `start_skew_ms` and the `agents` array of
+/// `perflab http --agents --json`).
+pub const ARTIFACT_AGENTS: &str = "agents.json";
 
 /// A parameter value as text: strings bare, everything else as JSON (`4`, `true`) — the
 /// form templates substitute and labels show.

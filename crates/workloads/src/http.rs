@@ -38,11 +38,93 @@ pub struct HttpWorkload {
 impl HttpWorkload {
     /// Reads and checks the options of a `kind = "http"` table (the `perflab_load::LoadSpec`
     /// fields); the error names the field.
+    ///
+    /// A table with `agents` is refused here: its load runs from those hosts, which
+    /// only a run over an inventory can reach (crate fleet reads [`split_agents`]).
     pub fn from_options(options: &serde_json::Value) -> Result<HttpWorkload, String> {
-        let spec: LoadSpec = serde_json::from_value(options.clone()).map_err(|e| e.to_string())?;
+        let (rest, agents) = split_agents(options)?;
+        if let Some(a) = agents {
+            return Err(format!(
+                "`agents` ({}): a distributed load runs from inventory hosts, and this run has no inventory (`perflab run` reads --hosts FILE, hosts.toml beside the experiment, or its own [[hosts]])",
+                a.names.join(", ")
+            ));
+        }
+        Self::checked(rest)
+    }
+
+    /// The load options without `agents`, checked.
+    pub fn checked(options: serde_json::Value) -> Result<HttpWorkload, String> {
+        let spec: LoadSpec = serde_json::from_value(options).map_err(|e| e.to_string())?;
         spec.validate().map_err(|e| e.to_string())?;
         Ok(HttpWorkload { spec })
     }
+}
+
+/// `agents = ["a", "b"]` in an http table (and `agent_weights = [1, 3]`): the inventory
+/// hosts a distributed load runs from, and each one's share (default: by cores).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Agents {
+    pub names: Vec<String>,
+    pub weights: Option<Vec<f64>>,
+}
+
+/// An http table's options without `agents` and `agent_weights`, and those (checked:
+/// names unique and non-empty, one positive weight per agent). The error names the key.
+pub fn split_agents(
+    options: &serde_json::Value,
+) -> Result<(serde_json::Value, Option<Agents>), String> {
+    let mut rest = options.clone();
+    let Some(map) = rest.as_object_mut() else {
+        return Ok((rest, None));
+    };
+    let (names, weights) = (map.remove("agents"), map.remove("agent_weights"));
+    let Some(names) = names else {
+        return match weights {
+            Some(_) => Err("`agent_weights` without `agents`: name the agents too".into()),
+            None => Ok((rest, None)),
+        };
+    };
+    let names: Vec<String> = match names.as_array() {
+        Some(a) if !a.is_empty() => a
+            .iter()
+            .map(|v| match v.as_str().map(str::trim) {
+                Some(n) if !n.is_empty() && !n.contains(char::is_whitespace) => Ok(n.to_string()),
+                _ => Err(format!("`agents`: {v} is not a host name")),
+            })
+            .collect::<Result<_, _>>()?,
+        _ => {
+            return Err(
+                "`agents`: expected a list of inventory host names, e.g. agents = [\"a\", \"b\"]"
+                    .into(),
+            )
+        }
+    };
+    for (i, n) in names.iter().enumerate() {
+        if names[..i].contains(n) {
+            return Err(format!("`agents`: {n} is named twice"));
+        }
+    }
+    let weights = weights
+        .map(|w| {
+            let w: Vec<f64> = w
+                .as_array()
+                .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
+                .filter(|v: &Vec<f64>| v.len() == w.as_array().map_or(0, Vec::len))
+                .ok_or("`agent_weights`: expected a list of numbers")?;
+            if w.len() != names.len() {
+                return Err(format!(
+                    "`agent_weights` has {} weights for {} agents: give one per agent, in the order of `agents`",
+                    w.len(),
+                    names.len()
+                ));
+            }
+            if w.iter().any(|x| !x.is_finite() || *x <= 0.0) {
+                return Err("`agent_weights`: every weight must be a positive number".into());
+            }
+            Ok(w)
+        })
+        .transpose()?;
+    Ok((rest, Some(Agents { names, weights })))
 }
 
 /// One `kind = "http"` trial: the load engine, its report as metrics, the merged
@@ -87,7 +169,7 @@ impl Workload for HttpWorkload {
 /// `thresholds`: each one's metric (a percentile the report does not store, `max`), the
 /// count that failed on this trial as `thresholds_failed`, and the verdicts as the
 /// `thresholds.json` artifact. The run judges them again on each config's interval.
-fn add_thresholds(m: &mut Measurement, spec: &LoadSpec, report: &perflab_load::Report) {
+pub fn add_thresholds(m: &mut Measurement, spec: &LoadSpec, report: &perflab_load::Report) {
     if spec.thresholds.is_empty() {
         return;
     }

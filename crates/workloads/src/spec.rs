@@ -54,7 +54,8 @@ impl KindSpec {
         let de = |e: serde_json::Error| e.to_string();
         match kind {
             "http" => {
-                HttpWorkload::from_options(&options)?;
+                // The load itself is checked here; its `agents`, by whoever runs it.
+                HttpWorkload::checked(crate::http::split_agents(&options)?.0)?;
                 Ok(KindSpec::Http(options))
             }
             "scimark" => {

@@ -102,14 +102,23 @@ fn placed(exp: &Experiment) -> Vec<(&'static str, &perflab_lab::experiment::Host
     .collect()
 }
 
-/// The factory (and opener of host sessions) of a run on hosts — `on`, or a `host` in
-/// `[service]`, `[monitor]` or `[workload]`: the inventory (`--hosts`, `hosts.toml`
+/// The factory (and opener of host sessions) of a run on hosts — `on`, a `host` in
+/// `[service]`, `[monitor]` or `[workload]`, or `[workload] agents`: the inventory (`--hosts`, `hosts.toml`
 /// beside the experiment, or its own `[[hosts]]`), each named host checked.
 fn fleet(a: &RunArgs, exp: &Experiment) -> anyhow::Result<Option<perflab_fleet::Fleet>> {
     use perflab_fleet::{Inventory, Ssh};
     let placed = placed(exp);
-    if exp.on.is_empty() && placed.is_empty() {
+    let agents = exp.workload.agents();
+    if exp.on.is_empty() && placed.is_empty() && agents.is_empty() {
         return Ok(None);
+    }
+    if !agents.is_empty() && (!exp.on.is_empty() || exp.workload_host.is_some()) {
+        return Err(InvalidInput(format!(
+            "{}: [workload] agents and {} both say where the load runs: keep one (agents split one load across hosts; `on` runs every config on each host)",
+            exp.path.display(),
+            if exp.on.is_empty() { "[workload] host" } else { "`on`" }
+        ))
+        .into());
     }
     if !exp.on.is_empty() {
         let here = [
@@ -143,6 +152,11 @@ fn fleet(a: &RunArgs, exp: &Experiment) -> anyhow::Result<Option<perflab_fleet::
     };
     for h in &exp.on {
         inventory.get(h).map_err(InvalidInput)?;
+    }
+    for a in &agents {
+        inventory
+            .get(a)
+            .map_err(|e| InvalidInput(format!("{}: [workload] agents: {e}", exp.path.display())))?;
     }
     for (section, h) in &placed {
         inventory.get(&h.name).map_err(|e| {
