@@ -175,3 +175,95 @@ fn bad_agents_are_refused_before_anything_runs() {
     }
     assert!(!exists(&lab.store()) || ok_trials(&lab) == 0);
 }
+
+/// docs/fleet.md's worked example: nginx on one host, the load from two, and the
+/// report of the run. (`--nocapture` prints what the doc quotes.)
+#[test]
+fn nginx_on_one_host_loaded_from_two() {
+    let lab = Lab::new();
+    if which("nginx").is_none() {
+        eprintln!("skipped: nginx is not installed (scripts/test.sh installs it)");
+        return;
+    }
+    let Some(hosts) = Hosts::bridged(lab.dir.path(), 3) else {
+        return;
+    };
+    lab.write("hosts.toml", &hosts.inventory_as(&["a", "b", "srv"], ""));
+    let exp = lab.write(
+        "nginx-from-two.toml",
+        r#"
+[experiment]
+name = "nginx-from-two"
+repetitions = 3
+warmup = 0
+noise_check = false
+
+[matrix]
+workers = [1, 2]
+
+[service]
+host = "srv"
+command = "nginx -c {run_dir}/nginx.conf -g 'daemon off;'"
+files."nginx.conf" = """
+user root;
+worker_processes {workers};
+pid {run_dir}/nginx.pid;
+error_log {run_dir}/error.log;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    server {
+        listen {service_host}:{port};
+        location / { return 200 "hello\n"; }
+    }
+}
+"""
+ready.http = "http://{service_host}:{port}/"
+
+[workload]
+kind = "http"
+urls = ["http://{service_host}:{port}/"]
+agents = ["a", "b"]
+connections = 8
+threads = 1
+duration = "2s"
+"#,
+    );
+    let out = lab
+        .cmd()
+        .timeout(Duration::from_secs(240))
+        .args(["run", exp.to_str().unwrap()])
+        .output()
+        .unwrap();
+    println!("{}", stdout(&out));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let export = lab.open_store().export_run(1).unwrap();
+    assert_eq!(export.trials.len(), 6);
+    for t in &export.trials {
+        assert_eq!(t.status, "ok", "{t:?}");
+        let doc = agents_of(t);
+        let sum: u64 = doc["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["requests"].as_u64().unwrap())
+            .sum();
+        let requests = t.metrics.iter().find(|m| m.name == "requests").unwrap();
+        assert_eq!(requests.value, sum as f64, "{doc}");
+        assert!(sum > 0);
+    }
+    let md = lab.run(&["report", "1", "--markdown", "report.md"]);
+    assert!(md.status.success(), "{}", stderr(&md));
+    println!(
+        "{}",
+        std::fs::read_to_string(lab.path("report.md")).unwrap()
+    );
+}
+
+fn which(program: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join(program))
+            .find(|p| p.is_file())
+    })
+}
