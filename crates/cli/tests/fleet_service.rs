@@ -73,11 +73,15 @@ impl Watcher {
                     };
                     let link = std::fs::read_link(format!("/proc/{pid}/ns/net"));
                     let cmd = std::fs::read_to_string(format!("/proc/{pid}/cmdline"));
-                    if let (Ok(link), Ok(cmd)) = (link, cmd) {
+                    if let (Ok(link), Ok(cmd)) = (link, cmd.map(|c| c.replace('\0', " "))) {
+                        if cmd.is_empty() {
+                            continue; // exited: keep what was seen
+                        }
+                        // The latest view: a pid seen between its fork and its
+                        // exec still shows its parent's command line.
                         s.lock()
                             .unwrap()
-                            .entry(pid)
-                            .or_insert((link.display().to_string(), cmd.replace('\0', " ")));
+                            .insert(pid, (link.display().to_string(), cmd));
                     }
                 }
                 std::thread::sleep(Duration::from_millis(20));
