@@ -208,6 +208,33 @@ fn doctor_on_b_reports_the_somaxconn_of_b() {
         text.contains("somaxconn") && text.contains("net.core.somaxconn is 16"),
         "{text}"
     );
+    assert!(
+        !text.contains("perflab-doctor-json") && !stderr(&out).contains("perflab-doctor-json"),
+        "the diagnosis sent back is not shown"
+    );
+    // Every diagnosis was recorded here, tagged with its host: b, a, b and a, b.
+    let runs = lab.open_store().runs().unwrap();
+    let mut hosts_recorded = Vec::new();
+    for r in runs.iter().rev() {
+        let e = lab.open_store().export_run(r.id).unwrap();
+        assert_eq!(e.run.kind, "doctor");
+        let host = e.configs[0].params["host"].as_str().unwrap().to_string();
+        let warn = e.trials[0]
+            .metrics
+            .iter()
+            .find(|m| m.name == "findings_warn")
+            .unwrap()
+            .value;
+        let doc = &e.trials[0].artifacts[0];
+        assert_eq!(doc.name, "doctor.json");
+        let doc: Value = serde_json::from_slice(&doc.content).unwrap();
+        assert_eq!(doc["host"], host.as_str());
+        assert_eq!(somaxconn(&doc).is_some(), host == "b", "{doc}");
+        assert!(host != "b" || warn >= 1.0);
+        hosts_recorded.push(host);
+    }
+    hosts_recorded.sort();
+    assert_eq!(hosts_recorded, ["a", "a", "b", "b", "b"]);
 }
 
 /// `perflab top --on b --json` started, and its lines as they come, once 3 have come

@@ -23,6 +23,7 @@ use perflab_telemetry::doctor::{
     self, diagnose, parse_watch, Context, Diagnosis, Finding, Severity, Source,
 };
 use perflab_telemetry::Notes;
+use perflab_workloads::{Measurement, MetricValue};
 use serde_json::json;
 
 use super::on_host::{self, OnArgs};
@@ -59,8 +60,8 @@ runs this doctor on each inventory host over ssh — perflab copied there as for
 a host that could not run it is {\"host\", \"error\"}). --pid is a pid on that host.
 The exit status is the host's (of several: 130, then 1, 2, 5, 4, 0, the first that
 any host had). A host that is not in the inventory exits 2; one that cannot be
-reached or has no usable perflab exits 1, naming it and why. Each host records its
-run into its own store (~/.perflab/results.db there, or its PERFLAB_STORE).
+reached or has no usable perflab exits 1, naming it and why. Each host's diagnosis is
+recorded here, in this store, with the parameter host = NAME.
 
 Every invocation is recorded in the store (--store, PERFLAB_STORE) as a one-trial run
 of kind \"doctor\": metrics findings_critical, findings_warn, findings_info and the
@@ -99,7 +100,15 @@ pub struct DoctorArgs {
 
     #[command(flatten)]
     pub on: OnArgs,
+
+    /// (With --on, on the host: the diagnosis goes back to the controller, which
+    /// records it, as one `perflab-doctor-json:` line on stderr; nothing recorded here.)
+    #[arg(long = "to-controller", hide = true, conflicts_with = "on")]
+    pub to_controller: bool,
 }
+
+/// The line prefix a host's doctor sends its diagnosis back with (`--to-controller`).
+const TO_CONTROLLER: &str = "perflab-doctor-json: ";
 
 pub fn run(g: &crate::Global, a: &DoctorArgs) -> anyhow::Result<ExitCode> {
     let watch = parse_watch(&a.watch).map_err(|e| InvalidInput(format!("--watch: {e}")))?;
@@ -162,9 +171,23 @@ pub fn run(g: &crate::Global, a: &DoctorArgs) -> anyhow::Result<ExitCode> {
     }
     out.flush()?;
     drop(out);
-    // After the findings are out: a host where the store cannot be written (read-only,
-    // full) still gets its diagnosis and its exit status, with a warning.
-    match record_into_store(g, a, &d) {
+    if a.to_controller {
+        let v = perflab_lab::doctor::to_json(&d);
+        eprintln!("{TO_CONTROLLER}{}", serde_json::to_string(&v)?);
+    } else {
+        record(g, a, perflab_lab::doctor::measurement(&d), d.watch_s, None);
+    }
+    Ok(ExitCode::from(match d.worst() {
+        Some(Severity::Critical) => CRITICAL,
+        Some(Severity::Warn) => FAILURES,
+        _ => 0,
+    }))
+}
+
+/// Records a diagnosis (of this machine, or of `host`); a store that cannot be written
+/// (read-only, full) costs only a warning — the findings are out already.
+fn record(g: &crate::Global, a: &DoctorArgs, m: Measurement, watch_s: f64, host: Option<&str>) {
+    match record_into_store(g, a, m, watch_s, host) {
         Ok(id) if !g.quiet => eprintln!("recorded as run {id} in {}", g.store.display()),
         Ok(_) => {}
         Err(e) => {
@@ -175,19 +198,15 @@ pub fn run(g: &crate::Global, a: &DoctorArgs) -> anyhow::Result<ExitCode> {
             eprintln!("hint: --store PATH or PERFLAB_STORE names a store this user can write");
         }
     }
-    Ok(ExitCode::from(match d.worst() {
-        Some(Severity::Critical) => CRITICAL,
-        Some(Severity::Warn) => FAILURES,
-        _ => 0,
-    }))
 }
 
 /// `perflab doctor --on HOST,...`: the same doctor run on each host at once (its flags
 /// forwarded; a `--pid` is a pid there), each host's report printed here in the order
 /// of `--on`, headed by the host's name and address — `--json`: the host's object with
-/// `"host"` added, an array for several hosts. Each host records its run into its own
-/// store, as a doctor run there by hand does. The exit status is the host's own (the
-/// weightiest of several: [`on_host::exit_status`]).
+/// `"host"` added, an array for several hosts. Each host sends its diagnosis back
+/// (`--to-controller`) and it is recorded here, in this store, as a doctor run with
+/// the `host` parameter. The exit status is the host's own (the weightiest of several:
+/// [`on_host::exit_status`]).
 fn run_on(g: &crate::Global, a: &DoctorArgs, watch: Duration) -> anyhow::Result<ExitCode> {
     if let Some(pid) = a.pid.filter(|p| *p <= 0) {
         return Err(InvalidInput(format!("--pid {pid}: no such process")).into());
@@ -210,6 +229,7 @@ fn run_on(g: &crate::Global, a: &DoctorArgs, watch: Duration) -> anyhow::Result<
     if g.quiet {
         args.push("--quiet".into());
     }
+    args.push("--to-controller".into());
     if !watch.is_zero() && !g.quiet && std::io::stderr().is_terminal() {
         eprintln!(
             "watching the counters on {} for {} (Ctrl-C stops)…",
@@ -218,16 +238,27 @@ fn run_on(g: &crate::Global, a: &DoctorArgs, watch: Duration) -> anyhow::Result<
         );
     }
     let mut outs = vec![String::new(); hosts.len()];
+    let mut diagnoses: Vec<Option<serde_json::Value>> = vec![None; hosts.len()];
     let results = relay.run_all(&hosts, &args, |i, stream, line| {
         match stream {
             Stream::Out => {
                 outs[i].push_str(line);
                 outs[i].push('\n');
             }
-            Stream::Err => on_host::relay_stderr(&hosts[i].name, line, g.quiet),
+            Stream::Err => match line.strip_prefix(TO_CONTROLLER) {
+                Some(doc) => diagnoses[i] = serde_json::from_str(doc).ok(),
+                None => on_host::relay_stderr(&hosts[i].name, line, g.quiet),
+            },
         }
         true
     });
+    for (h, d) in hosts.iter().zip(&mut diagnoses) {
+        if let Some(d) = d {
+            d["host"] = json!(h.name);
+            let watch_s = d["watch_s"].as_f64().unwrap_or(watch.as_secs_f64());
+            record(g, a, measurement_of(d), watch_s, Some(&h.name));
+        }
+    }
     let _ = std::fs::remove_dir_all(&relay.scratch);
     let mut out = std::io::stdout().lock();
     if a.json {
@@ -269,12 +300,22 @@ fn run_on(g: &crate::Global, a: &DoctorArgs, watch: Duration) -> anyhow::Result<
 /// Records the invocation into the results store as a one-trial run of kind `doctor`:
 /// the flags as the config, `findings_critical`/`_warn`/`_info` as metrics and the
 /// `--json` object as the `doctor.json` artifact (see docs/doctor.md#recorded-runs).
-fn record_into_store(g: &crate::Global, a: &DoctorArgs, d: &Diagnosis) -> anyhow::Result<i64> {
+fn record_into_store(
+    g: &crate::Global,
+    a: &DoctorArgs,
+    measurement: Measurement,
+    watch_s: f64,
+    host: Option<&str>,
+) -> anyhow::Result<i64> {
     let store = perflab_store::Store::open(&g.store)
         .with_context(|| format!("cannot open the store {}", g.store.display()))?;
     let mut params = perflab_store::Params::new();
     params.insert("watch".into(), json!(a.watch));
     let mut name = format!("doctor --watch {}", a.watch);
+    if let Some(h) = host {
+        params.insert("host".into(), json!(h));
+        name.push_str(&format!(" --on {h}"));
+    }
     // --pid was checked to be positive.
     for (flag, v) in [
         ("pid", a.pid.map(|p| p as u64)),
@@ -293,13 +334,39 @@ fn record_into_store(g: &crate::Global, a: &DoctorArgs, d: &Diagnosis) -> anyhow
             name,
             params,
             environment: json!({ "args": std::env::args().skip(1).collect::<Vec<_>>() }),
-            measurement: perflab_lab::doctor::measurement(d),
-            duration_s: d.watch_s,
+            measurement,
+            duration_s: watch_s,
             error: None,
         },
     )
     .with_context(|| format!("cannot record into the store {}", g.store.display()))?;
     Ok(id)
+}
+
+/// What [`perflab_lab::doctor::measurement`] makes of a diagnosis, from its JSON (a
+/// host's, sent back): the counts by severity and the document as `doctor.json`.
+fn measurement_of(v: &serde_json::Value) -> Measurement {
+    let findings = v["findings"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    let count = |name: &str, s: Severity| {
+        let n = findings
+            .iter()
+            .filter(|f| f["severity"] == s.as_str())
+            .count();
+        MetricValue::new(name, "", n as f64, "lower")
+    };
+    Measurement {
+        metrics: vec![
+            count("findings_critical", Severity::Critical),
+            count("findings_warn", Severity::Warn),
+            count("findings_info", Severity::Info),
+        ],
+        artifacts: vec![perflab_workloads::ArtifactData {
+            name: perflab_store::vocab::ARTIFACT_DOCTOR.into(),
+            media_type: "application/json".into(),
+            content: serde_json::to_vec_pretty(v).unwrap_or_default(),
+        }],
+        ..Measurement::default()
+    }
 }
 
 fn humanize(d: Duration) -> String {
