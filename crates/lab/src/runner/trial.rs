@@ -90,20 +90,7 @@ impl Runner<'_> {
         let doctor = watch.and_then(|w| self.doctor.finish(w, self.obs));
         let recording = monitor.and_then(|m| self.stop_monitor(m));
         let profile = profiler.and_then(|p| self.stop_profile(p, t.ordinal));
-        let mut done = match result {
-            Ok(m) => Done {
-                status: TrialStatus::Ok,
-                error: None,
-                m,
-            },
-            Err(WorkloadError::Interrupted) => Done {
-                status: TrialStatus::Interrupted,
-                error: Some("interrupted".into()),
-                m: Measurement::default(),
-            },
-            Err(WorkloadError::Failed { message, partial }) => Self::fail(message, *partial),
-            Err(WorkloadError::Setup(e)) => Self::fail(e, Measurement::default()),
-        };
+        let mut done = Done::of(result);
         if let Some((rec, tag)) = recording {
             add_recording(&mut done.m, rec);
             done.m.artifacts.extend(tag);
