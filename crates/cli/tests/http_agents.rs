@@ -141,6 +141,21 @@ fn the_agents_requests_add_up_to_the_merged_total() {
     let t = &export.trials[0];
     let requests = t.metrics.iter().find(|m| m.name == "requests").unwrap();
     assert_eq!(requests.value, 2000.0);
+    // ... and each agent's part, which the report shows.
+    let doc = t
+        .artifacts
+        .iter()
+        .find(|a| a.name == "agents.json")
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&doc.content).unwrap();
+    assert_eq!(doc["agents"], v["agents"]);
+    let md = lab.run(&["report", "1", "--markdown", "r.md"]);
+    assert!(md.status.success(), "{}", stderr(&md));
+    let md = std::fs::read_to_string(lab.path("r.md")).unwrap();
+    assert!(
+        md.contains("## Agents") && md.contains("| 1 (") && md.contains("| h1 |"),
+        "{md}"
+    );
 }
 
 #[test]

@@ -111,8 +111,15 @@ pub enum Said {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         task: Option<Task>,
     },
-    /// The segment is checked and ready to start.
-    Armed,
+    /// The segment is checked and ready to start; this host's clock when the order
+    /// arrived and now (the controller's offset: the exchange's round trip, less the
+    /// checking in between — an agent that omits them keeps its hello's offset).
+    Armed {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        received_ns: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        unix_ns: Option<u64>,
+    },
     /// The load starts now, by this host's clock.
     Running { unix_ns: u64 },
     /// One recorded second: its latency histogram (µs), compressed V2 in base64.
@@ -203,7 +210,9 @@ pub fn serve(
     let read = |table: serde_json::Value| -> Result<LoadSpec, String> {
         serde_json::from_value(table).map_err(|e| format!("the segment's spec: {e}"))
     };
-    let segment = match next(&mut input) {
+    let order = next(&mut input);
+    let received_ns = now_ns();
+    let segment = match order {
         None => return 0,
         Some(Ok(Order::Spec(table))) => read(table).map(Some),
         Some(Ok(Order::Share {
@@ -226,7 +235,11 @@ pub fn serve(
         },
         Err(e) => return fail(&mut out, e),
     };
-    if !say(&mut out, &Said::Armed) {
+    let armed = Said::Armed {
+        received_ns: Some(received_ns),
+        unix_ns: Some(now_ns()),
+    };
+    if !say(&mut out, &armed) {
         return 1;
     }
     match next(&mut input) {
@@ -294,7 +307,10 @@ mod tests {
             matches!(said[0], Said::Hello { cores: Some(3), .. }),
             "{said:?}"
         );
-        assert!(matches!(said[1], Said::Armed), "{said:?}");
+        assert!(
+            matches!(said[1], Said::Armed { received_ns: Some(r), unix_ns: Some(u) } if r <= u),
+            "{said:?}"
+        );
         assert_eq!(said.len(), 2);
     }
 

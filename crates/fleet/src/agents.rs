@@ -15,9 +15,11 @@
 //!   segments add up exactly ([`split_count`]).
 //! - **Barrier.** Every agent gets its segment, checks it (resolves, serialises — nothing
 //!   sent) and says `armed`; only when all have does the controller send `go` to all.
-//!   Each answers with its clock at its start; corrected by that host's clock offset
-//!   (measured at its hello, as for a remote trial) the spread of those starts is the
-//!   *start skew*.
+//!   Each answers with its clock at its start; corrected by that host's clock offset,
+//!   the spread of those starts is the *start skew*. The offset is measured again at
+//!   arming (the segment's send, the agent's clock on receiving it and on answering,
+//!   the answer's arrival: NTP's formula over an established session — the hello's
+//!   round trip included the connection itself).
 //! - **Merge.** Each agent returns its report and its latency histograms; they are
 //!   added (`Report::merge`: counts summed, percentiles from the added histograms,
 //!   never averaged). Each recorded second's histograms are added likewise, so the
@@ -191,6 +193,9 @@ struct Agent {
     lost: Option<String>,
     sent_ns: i128,
     offset_ns: Option<i128>,
+    /// When its segment was sent (the arming exchange measures the clock offset again,
+    /// over an established session: a far shorter round trip than the hello's).
+    armed_sent_ns: Option<i128>,
     cores: Option<u32>,
     armed: bool,
     started_ns: Option<i128>,
@@ -209,6 +214,7 @@ impl Agent {
             lost: None,
             sent_ns: now_ns(),
             offset_ns: None,
+            armed_sent_ns: None,
             cores: None,
             armed: false,
             started_ns: None,
@@ -274,7 +280,18 @@ impl Run<'_> {
                     a.name = node;
                 }
             }
-            Said::Armed => a.armed = true,
+            Said::Armed {
+                received_ns: Some(t1),
+                unix_ns: Some(t2),
+            } if a.armed_sent_ns.is_some() => {
+                // NTP's offset over the arming exchange: ((t1 - t0) + (t2 - t3)) / 2,
+                // its error at most half the round trip less the agent's time between.
+                let t0 = a.armed_sent_ns.unwrap_or_default();
+                let (t1, t2) = (i128::from(t1), i128::from(t2));
+                a.offset_ns = Some(((t1 - t0) + (t2 - at)) / 2);
+                a.armed = true;
+            }
+            Said::Armed { .. } => a.armed = true,
             Said::Running { unix_ns } => a.started_ns = Some(i128::from(unix_ns)),
             Said::Second { second, histogram } => {
                 a.seconds.insert(second, histogram);
@@ -384,6 +401,10 @@ pub fn run(link: &mut dyn Link, plan: &Plan, mut progress: impl FnMut(&str)) -> 
                     weights: &weights,
                     segments: &segs,
                 };
+                let t0 = now_ns();
+                for i in &live {
+                    run.agents[*i].armed_sent_ns = Some(t0);
+                }
                 for (i, why) in run.link.arm(&split) {
                     run.lose(i, why);
                 }

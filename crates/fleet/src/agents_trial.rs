@@ -16,6 +16,7 @@ use perflab_workloads::{ArtifactData, Measurement, TrialContext, Workload, Workl
 
 use crate::agents::{AgentOutcome, Outcome, Plan};
 use crate::remote::Fleet;
+use crate::ssh_agents::SshLink;
 
 /// One trial's distributed load.
 pub struct AgentsTrial {
@@ -35,11 +36,11 @@ impl Workload for AgentsTrial {
         }
         let plan = Plan {
             spec: &spec,
-            agents: &self.agents.names,
             weights: self.agents.weights.as_deref(),
             stop: ctx.interrupted.clone(),
         };
-        let outcome = crate::agents::run(&self.fleet, &plan, |_| {});
+        let mut link = SshLink::new(&self.fleet, &self.agents.names);
+        let outcome = crate::agents::run(&mut link, &plan, |_| {});
         let (lost, why): (Vec<&str>, Vec<&str>) = outcome
             .agents
             .iter()

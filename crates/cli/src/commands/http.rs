@@ -395,15 +395,17 @@ pub fn record_into_store(
     spec: &LoadSpec,
     report: &Report,
 ) -> anyhow::Result<i64> {
-    record_with(g, spec, report, perflab_store::Params::new())
+    record_with(g, spec, report, perflab_store::Params::new(), Vec::new())
 }
 
-/// [`record_into_store`] with more parameters (a distributed load's agents).
+/// [`record_into_store`] with more parameters and artifacts (a distributed load's
+/// agents).
 pub fn record_with(
     g: &crate::Global,
     spec: &LoadSpec,
     report: &Report,
     mut params: perflab_store::Params,
+    artifacts: Vec<perflab_workloads::ArtifactData>,
 ) -> anyhow::Result<i64> {
     let store = perflab_store::Store::open(&g.store)?;
     params.insert("urls".into(), serde_json::json!(spec.urls));
@@ -423,7 +425,11 @@ pub fn record_with(
             name: format!("http {}", spec.urls.first().cloned().unwrap_or_default()),
             params,
             environment: serde_json::json!({ "args": std::env::args().skip(1).collect::<Vec<_>>() }),
-            measurement: perflab_workloads::http::measurement(report),
+            measurement: {
+                let mut m = perflab_workloads::http::measurement(report);
+                m.artifacts.extend(artifacts);
+                m
+            },
             duration_s: report.duration_s,
             error: (failed > 0).then(|| format!("{failed} requests failed")),
         },

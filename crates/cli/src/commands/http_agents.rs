@@ -15,7 +15,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use comfy_table::{Cell, CellAlignment, Table};
-use perflab_fleet::agents::{AgentOutcome, Link, Outcome, Plan};
+use perflab_fleet::agents::{Link, Outcome, Plan};
+use perflab_fleet::agents_trial::{self, agent_json};
 use perflab_fleet::slurm::{SlurmLink, Srun};
 use perflab_fleet::ssh_agents::SshLink;
 use perflab_fleet::{Fleet, Inventory, Ssh};
@@ -226,8 +227,14 @@ fn report(
         }
         anyhow::bail!("no agent finished its segment (see above); nothing to report");
     };
-    let run_id =
-        record_with(g, spec, report, params).context("cannot record the run into the store")?;
+    let run_id = record_with(
+        g,
+        spec,
+        report,
+        params,
+        vec![agents_trial::artifact(outcome)],
+    )
+    .context("cannot record the run into the store")?;
     if !g.quiet {
         eprintln!("recorded as run {run_id} in {}", g.store.display());
     }
@@ -268,32 +275,6 @@ fn report(
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// One entry of the `agents` array.
-fn agent_json(a: &AgentOutcome) -> serde_json::Value {
-    let mut v = serde_json::json!({
-        "name": a.name,
-        "weight": a.weight,
-        "cores": a.cores,
-        "connections": a.connections,
-        "clock_offset_ms": a.clock_offset_ms,
-    });
-    match &a.result {
-        Ok(r) => {
-            v["requests"] = serde_json::json!(r.requests);
-            v["rps"] = serde_json::json!(r.rps);
-            v["errors"] = serde_json::json!(r.failed());
-            v["cpu_busy"] = serde_json::json!(r.client_busy);
-            v["saturated"] = serde_json::json!(r.client_saturated);
-            v["latency_ms"] = serde_json::to_value(&r.latency_ms).unwrap_or_default();
-            v["histogram"] = serde_json::json!(a.histogram);
-        }
-        Err(why) => {
-            v["lost"] = serde_json::json!(why);
-        }
-    }
-    v
 }
 
 /// The per-agent table and the start skew, below the merged report.
