@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -153,12 +153,8 @@ impl Workload for RemoteTrial {
         let h = &self.host.name;
         let mut child = self
             .ssh
-            .script(&self.host, &format!("exec {} worker", self.perflab))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| WorkloadError::Setup(format!("cannot run {}: {e}", self.ssh.program)))?;
+            .worker(&self.host, &self.perflab)
+            .map_err(WorkloadError::Setup)?;
         let (tx, rx) = mpsc::channel();
         let stdout = child.stdout.take().expect("piped stdout");
         std::thread::spawn(move || {

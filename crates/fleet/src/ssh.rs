@@ -95,6 +95,21 @@ impl Ssh {
         c.arg(script);
         c
     }
+
+    /// `perflab worker` on `host` (`perflab`: the word to run it by there), its stdin,
+    /// stdout and stderr piped, in a process group of its own — a terminal's Ctrl-C
+    /// reaches perflab alone, which then ends the session in order.
+    pub fn worker(&self, host: &Host, perflab: &str) -> Result<std::process::Child, String> {
+        use std::os::unix::process::CommandExt;
+        use std::process::Stdio;
+        self.script(host, &format!("exec {perflab} worker"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .map_err(|e| format!("cannot run {}: {e}", self.program))
+    }
 }
 
 /// Words quoted for a POSIX shell.

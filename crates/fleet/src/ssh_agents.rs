@@ -8,8 +8,7 @@
 //! controller holds it as lost, with the reason.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, ChildStdin, Stdio};
+use std::process::{Child, ChildStdin};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -28,16 +27,7 @@ impl Session {
     fn open(fleet: &Fleet, name: &str, i: usize, tx: mpsc::Sender<Heard>) -> Result<Self, String> {
         let host = fleet.inventory.get(name)?;
         let perflab = fleet.perflab_on(host)?;
-        let mut child = fleet
-            .ssh
-            .script(host, &format!("exec {perflab} worker"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // Its own process group: a terminal's Ctrl-C reaches perflab alone.
-            .process_group(0)
-            .spawn()
-            .map_err(|e| format!("cannot run {}: {e}", fleet.ssh.program))?;
+        let mut child = fleet.ssh.worker(host, &perflab)?;
         let stdout = child.stdout.take().expect("piped stdout");
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {

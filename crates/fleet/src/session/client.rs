@@ -5,8 +5,7 @@
 //! dies, the ssh client reads the end of its stdin and the host stops everything.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, ChildStdin, Stdio};
+use std::process::{Child, ChildStdin};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -43,14 +42,7 @@ pub struct HostSession {
 impl HostSession {
     /// Starts `perflab worker` on `host` (the binary `perflab` there).
     pub fn open(ssh: &Ssh, host: &Host, perflab: &str) -> Result<HostSession, String> {
-        let mut child = ssh
-            .script(host, &format!("exec {perflab} worker"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .map_err(|e| format!("cannot run {}: {e}", ssh.program))?;
+        let mut child = ssh.worker(host, perflab)?;
         let (tx, lines) = mpsc::channel();
         let stdout = child.stdout.take().expect("piped stdout");
         std::thread::spawn(move || {
