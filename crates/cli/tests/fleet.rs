@@ -392,3 +392,67 @@ metrics.v = {{ regex = 'v=(\d+)', unit = "ops/s", better = "higher" }}
     let text = stdout(&lab.run(&["compare", "1", "--interaction", "lang", "--by", "host"]));
     assert!(text.contains("lang: c / java"), "{text}");
 }
+
+#[test]
+fn resume_runs_a_failed_hosts_trials_once_it_is_back() {
+    let lab = Lab::new();
+    let Some(hosts) = Hosts::new(lab.dir.path(), 2) else {
+        return;
+    };
+    // h1 is first named at an address nobody answers (its trials fail), then fixed.
+    let inventory = hosts.inventory("");
+    let broken = inventory.replacen(&hosts.addrs[1], "10.231.99.2", 1);
+    assert_ne!(broken, inventory);
+    lab.write("hosts.toml", &broken);
+    let exp = lab.write("where.toml", WHERE);
+    let out = lab
+        .cmd()
+        .timeout(Duration::from_secs(180))
+        .args(["run", exp.to_str().unwrap(), "--on", "h0,h1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let statuses = |lab: &Lab| {
+        let e = lab.open_store().export_run(1).unwrap();
+        let mut v: Vec<(String, String)> = e
+            .trials
+            .iter()
+            .map(|t| {
+                let c = e.configs.iter().find(|c| c.ordinal == t.config).unwrap();
+                (
+                    c.params["host"].as_str().unwrap().to_string(),
+                    t.status.clone(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let before = statuses(&lab);
+    assert_eq!(
+        before
+            .iter()
+            .filter(|(h, s)| h == "h1" && s == "failed")
+            .count(),
+        4
+    );
+    lab.write("hosts.toml", &inventory);
+    let out = lab
+        .cmd()
+        .timeout(Duration::from_secs(180))
+        .args(["run", "--resume", "1", "--retry-failed"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let after = statuses(&lab);
+    assert_eq!(after.len(), 8, "{after:?}");
+    assert!(after.iter().all(|(_, s)| s == "ok"), "{after:?}");
+    // Each h1 trial ran in h1's namespace.
+    let e = lab.open_store().export_run(1).unwrap();
+    for t in &e.trials {
+        let c = e.configs.iter().find(|c| c.ordinal == t.config).unwrap();
+        let i: usize = c.params["host"].as_str().unwrap()[1..].parse().unwrap();
+        let net = t.metrics.iter().find(|m| m.name == "net").unwrap().value;
+        assert_eq!(net, hosts.nets[i] as f64);
+    }
+}
