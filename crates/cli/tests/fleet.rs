@@ -272,9 +272,8 @@ fn ctrl_c_during_a_three_host_run_keeps_finished_trials_and_leaves_no_worker() {
         "[experiment]\nname = \"sleepy\"\nrepetitions = 3\nwarmup = 0\nnoise_check = false\n\n\
          [matrix]\nt = [\"0.05\", \"30\"]\n\n[workload]\nkind = \"command\"\ncommand = \"sleep {t}\"\n",
     );
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("perflab"))
-        .current_dir(lab.dir.path())
-        .env("PERFLAB_STORE", lab.store())
+    let mut child = lab
+        .process()
         .args(["-q", "run", exp.to_str().unwrap(), "--on", "h0,h1,h2"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -194,9 +194,8 @@ fn ctrl_c_while_b_profiles_leaves_no_perf_nor_perflab_there() {
         "exp.toml",
         &experiment("kind = \"command\"\nhost = \"a\"\ncommand = \"sleep 60\"\n"),
     );
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("perflab"))
-        .current_dir(lab.dir.path())
-        .env("PERFLAB_STORE", lab.store())
+    let mut child = lab
+        .process()
         .args(["-q", "run", exp.to_str().unwrap()])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

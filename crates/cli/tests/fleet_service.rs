@@ -239,9 +239,8 @@ fn interrupt(lab: &Lab, hosts: &Hosts, signal: i32) -> std::process::Child {
         &http[..start]
     );
     let exp = lab.write("exp.toml", &exp);
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("perflab"))
-        .current_dir(lab.dir.path())
-        .env("PERFLAB_STORE", lab.store())
+    let mut child = lab
+        .process()
         .args(["-q", "run", exp.to_str().unwrap()])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

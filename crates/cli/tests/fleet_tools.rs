@@ -240,9 +240,8 @@ fn doctor_on_b_reports_the_somaxconn_of_b() {
 /// `perflab top --on b --json` started, and its lines as they come, once 3 have come
 /// (each from b) while it runs: streamed, not kept until the end.
 fn top_on_b(lab: &Lab, hosts: &Hosts) -> std::process::Child {
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("perflab"))
-        .current_dir(lab.dir.path())
-        .env("PERFLAB_STORE", lab.store())
+    let mut child = lab
+        .process()
         .args(["top", "--on", "b", "--json", "--interval", "100ms"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

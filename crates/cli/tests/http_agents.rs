@@ -9,7 +9,6 @@
 mod common;
 use common::*;
 
-use std::io::BufRead;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -214,9 +213,8 @@ fn link_of(hosts: &Hosts, i: usize) -> String {
 /// Starts `perflab http --json --agents h0,h1 -c 2 -d SECS URL` and waits (bounded)
 /// until it has said `go`: the child, its stderr lines, what it said so far.
 fn start_at_go(lab: &Lab, url: &str, secs: &str) -> (Child, mpsc::Receiver<String>, String) {
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("perflab"))
-        .current_dir(lab.dir.path())
-        .env("PERFLAB_STORE", lab.store())
+    let mut child = lab
+        .process()
         .args([
             "http",
             "--json",
@@ -230,24 +228,7 @@ fn start_at_go(lab: &Lab, url: &str, secs: &str) -> (Child, mpsc::Receiver<Strin
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let (tx, rx) = mpsc::channel();
-    let stderr_pipe = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr_pipe).lines() {
-            let Ok(line) = line else { break };
-            let _ = tx.send(line);
-        }
-    });
-    let mut said = String::new();
-    while !said.contains("agents: go") {
-        match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(l) => said.push_str(&(l + "\n")),
-            Err(_) => {
-                let _ = child.kill();
-                panic!("no go within 60 s: {said}");
-            }
-        }
-    }
+    let (rx, said) = until_stderr_says(&mut child, "agents: go", Duration::from_secs(60));
     (child, rx, said)
 }
 

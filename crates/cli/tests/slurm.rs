@@ -9,9 +9,7 @@
 mod common;
 use common::*;
 
-use std::io::BufRead;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::slurm::Cluster;
@@ -140,9 +138,8 @@ fn ctrl_c_stops_every_task_and_leaves_no_worker() {
     };
     let lab = Lab::new();
     let server = HelloServer::start();
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("perflab"))
-        .current_dir(lab.dir.path())
-        .env("PERFLAB_STORE", lab.store())
+    let mut child = lab
+        .process()
         .env("SLURM_CONF", cluster.conf())
         .args(["http", "--engine", "slurm", "--nodes", "2", "--json"])
         .args(["-d", "30s", "-c", "2", &server.url])
@@ -150,24 +147,7 @@ fn ctrl_c_stops_every_task_and_leaves_no_worker() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let (tx, rx) = mpsc::channel();
-    let pipe = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(pipe).lines() {
-            let Ok(line) = line else { break };
-            let _ = tx.send(line);
-        }
-    });
-    let mut said = String::new();
-    while !said.contains("agents: go") {
-        match rx.recv_timeout(Duration::from_secs(30)) {
-            Ok(l) => said.push_str(&(l + "\n")),
-            Err(_) => {
-                let _ = child.kill();
-                panic!("no go within 30 s: {said}");
-            }
-        }
-    }
+    let (rx, mut said) = until_stderr_says(&mut child, "agents: go", Duration::from_secs(30));
     // Both tasks run their load (their workers are alive) before Ctrl-C.
     assert!(
         wait_until(Duration::from_secs(10), || workers(&cluster).len() == 2),
@@ -230,9 +210,8 @@ fn a_task_killed_mid_run_fails_only_its_segment() {
     };
     let lab = Lab::new();
     let server = HelloServer::start();
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("perflab"))
-        .current_dir(lab.dir.path())
-        .env("PERFLAB_STORE", lab.store())
+    let mut child = lab
+        .process()
         .env("SLURM_CONF", cluster.conf())
         .args(["http", "--engine", "slurm", "--nodes", "2", "--json"])
         .args(["-d", "4s", "-c", "2", &server.url])
@@ -241,24 +220,7 @@ fn a_task_killed_mid_run_fails_only_its_segment() {
         .spawn()
         .unwrap();
     let started = Instant::now();
-    let (tx, rx) = mpsc::channel();
-    let pipe = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(pipe).lines() {
-            let Ok(line) = line else { break };
-            let _ = tx.send(line);
-        }
-    });
-    let mut err = String::new();
-    while !err.contains("agents: go") {
-        match rx.recv_timeout(Duration::from_secs(30)) {
-            Ok(l) => err.push_str(&(l + "\n")),
-            Err(_) => {
-                let _ = child.kill();
-                panic!("no go within 30 s: {err}");
-            }
-        }
-    }
+    let (rx, mut err) = until_stderr_says(&mut child, "agents: go", Duration::from_secs(30));
     // Task 1 (on n2) dies once both run: srun says so, and n2 alone is lost.
     assert!(
         wait_until(Duration::from_secs(20), || workers(&cluster).len() == 2),

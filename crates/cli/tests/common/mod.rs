@@ -47,6 +47,15 @@ impl Lab {
         c
     }
 
+    /// `perflab` as a process to spawn and signal (Ctrl-C tests): this lab's store,
+    /// cwd in the lab dir, no time limit of its own.
+    pub fn process(&self) -> std::process::Command {
+        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("perflab"));
+        c.current_dir(self.dir.path())
+            .env("PERFLAB_STORE", self.store());
+        c
+    }
+
     pub fn run(&self, args: &[&str]) -> Output {
         self.cmd().args(args).output().expect("run perflab")
     }
@@ -222,4 +231,34 @@ pub fn start_nginx(dir: &Path, http_extra: &str) -> Option<Killed> {
         .spawn()
         .unwrap();
     Some(Killed(child))
+}
+
+/// Reads `child`'s stderr on a thread and waits (at most `limit`, else kills it and
+/// panics) until a line contains `needle`: the rest of its lines, and what it said so
+/// far.
+pub fn until_stderr_says(
+    child: &mut std::process::Child,
+    needle: &str,
+    limit: Duration,
+) -> (std::sync::mpsc::Receiver<String>, String) {
+    use std::io::BufRead;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let pipe = child.stderr.take().expect("stderr piped");
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(pipe).lines() {
+            let Ok(line) = line else { break };
+            let _ = tx.send(line);
+        }
+    });
+    let mut said = String::new();
+    while !said.contains(needle) {
+        match rx.recv_timeout(limit) {
+            Ok(l) => said.push_str(&(l + "\n")),
+            Err(_) => {
+                let _ = child.kill();
+                panic!("no {needle:?} within {limit:?}: {said}");
+            }
+        }
+    }
+    (rx, said)
 }
