@@ -99,7 +99,7 @@ pub fn run(g: &Global, a: &ScimarkArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot open the store {}", g.store.display()))?;
     let (exp, langs, resume) = match a.resume {
         Some(id) => {
-            let exp = perflab_lab::resume::stored_experiment(&store, id, &["scimark"])
+            let exp = perflab_lab::resume::stored_experiment(&store, id, Some("scimark"))
                 .map_err(exit::resume_error)?;
             (exp, Vec::new(), Some(id))
         }
