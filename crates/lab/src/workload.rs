@@ -47,6 +47,12 @@ pub(crate) fn table_spec(
     }
     // The options must make sense once rendered.
     if let Err(msg) = rendered(kind, &table, &c.sample) {
+        // A value of the wrong type: name its key and say the type as TOML does.
+        let msg = match key_of_invalid(&msg, &table) {
+            Some(k) => format!("`{k}`: {msg}"),
+            None => msg,
+        };
+        let msg = crate::experiment::plain_types(&msg);
         // Point at the key the message names: `field` (serde) or its first word.
         let key = msg
             .split('`')
@@ -65,6 +71,28 @@ pub(crate) fn table_spec(
         return Err(c.loc.at(at, format!("[workload] kind = \"{kind}\": {msg}")));
     }
     Ok(WorkloadSpec::Options { kind, table })
+}
+
+/// The option a serde "invalid type: string \"two\", expected usize" message is
+/// about: the one whose value serde describes so (serde_json names no field).
+fn key_of_invalid(msg: &str, t: &toml::Table) -> Option<String> {
+    if !msg.starts_with("invalid type") {
+        return None;
+    }
+    t.iter()
+        .find(|(_, v)| {
+            let said = match v {
+                toml::Value::String(s) => format!("string {s:?}"),
+                toml::Value::Integer(i) => format!("integer `{i}`"),
+                toml::Value::Float(f) => format!("floating point `{f}"),
+                toml::Value::Boolean(b) => format!("boolean `{b}`"),
+                toml::Value::Array(_) => "sequence".into(),
+                toml::Value::Table(_) => "map".into(),
+                _ => return false,
+            };
+            msg.contains(&said)
+        })
+        .map(|(k, _)| k.clone())
 }
 
 fn collect_strings(v: &toml::Value, out: &mut Vec<String>) {

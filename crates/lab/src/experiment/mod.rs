@@ -19,10 +19,12 @@ use crate::error::{FileError, Locator};
 use crate::raw::*;
 use crate::template::{Template, BUILTINS};
 
+mod draft;
 mod hosts;
 mod process;
 mod sections;
 
+pub use draft::{Draft, DraftError};
 pub use hosts::HostRef;
 pub use process::signal_number;
 use process::{command_spec, service};
@@ -435,18 +437,55 @@ fn merge(base: &mut toml::Value, over: toml::Value) {
 }
 
 fn toml_error(loc: &Locator, e: &toml::de::Error) -> FileError {
-    // serde names Rust types; say what a TOML writer would.
-    let msg = e
-        .message()
-        .trim()
-        .replace("expected i64", "expected an integer")
-        .replace("expected u64", "expected a non-negative integer")
-        .replace("expected a borrowed string", "expected a string")
-        .replace("expected f64", "expected a number");
+    let msg = plain_types(e.message().trim());
     match e.span() {
-        Some(span) => loc.at(span.start, msg),
+        Some(span) => {
+            // A value of the wrong type: name its key, as the writer sees it.
+            let msg = match key_before(loc.text, span.start) {
+                Some(key) if msg.starts_with("invalid type") => format!("`{key}`: {msg}"),
+                _ => msg,
+            };
+            loc.at(span.start, msg)
+        }
         None => loc.nowhere(msg),
     }
+}
+
+/// serde names Rust types; say what a TOML writer would.
+pub(crate) fn plain_types(msg: &str) -> String {
+    const PLAIN: [(&str, &str); 12] = [
+        ("expected i64", "expected an integer"),
+        ("expected i32", "expected an integer"),
+        ("expected u64", "expected a non-negative integer"),
+        ("expected u32", "expected a non-negative integer"),
+        ("expected u16", "expected a non-negative integer"),
+        ("expected usize", "expected a non-negative integer"),
+        ("expected f64", "expected a number"),
+        ("expected f32", "expected a number"),
+        ("expected a borrowed string", "expected a string"),
+        ("expected a boolean", "expected true or false"),
+        ("expected struct", "expected a table of"),
+        ("expected a sequence", "expected a list"),
+    ];
+    let mut out = msg.to_string();
+    for (rust, plain) in PLAIN {
+        out = out.replace(rust, plain);
+    }
+    out
+}
+
+/// The key of the `key = value` line whose value starts at `at`, when the value is
+/// written on the key's line.
+fn key_before(text: &str, at: usize) -> Option<&str> {
+    let before = text.get(..at)?;
+    let line = &before[before.rfind('\n').map_or(0, |i| i + 1)..];
+    let (key, _) = line.rsplit_once('=')?;
+    let key = key.trim().trim_matches('"');
+    let bare = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
+    bare.then_some(key)
 }
 
 /// Shared checking context: the file and the names placeholders may use.
