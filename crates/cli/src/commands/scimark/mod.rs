@@ -1,6 +1,7 @@
 //! `perflab scimark`: SciMark 2 in several languages. Each language is built and
-//! verified against C first (a broken one is dropped with its error); the timed rounds
-//! are then an experiment over `lang` — built here as a file in memory, run by the lab
+//! verified against C first by the library's pre-flight (a broken one is dropped with
+//! its error); the timed rounds are then an experiment over `lang` — built here as a
+//! typed value (`Draft`) and serialised, run by the lab
 //! runner like any `perflab run` (interleaved, stored trial by trial, Ctrl-C, `--resume`)
 //! — and the tables are read back from the store: MFLOPS with intervals, and each
 //! language's ratio to C as an analysis comparison with baseline `lang=c`.
@@ -8,16 +9,17 @@
 mod report;
 
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::Context;
 use perflab_lab::experiment::{Draft, Experiment};
 use perflab_lab::runner::{self, RunOptions};
 use perflab_store::Store;
-use perflab_workloads::scimark::{self, BuildOptions, Output, ScimarkSpec, KERNELS, LANGS};
+use perflab_workloads::scimark::preflight::{self, Checked};
+use perflab_workloads::scimark::{self, BuildOptions, ScimarkSpec, KERNELS, LANGS};
 use perflab_workloads::spec::Kind;
-use perflab_workloads::{TrialContext, WorkloadError};
+use perflab_workloads::TrialContext;
 
 use crate::exit::{self, InvalidInput};
 use crate::progress::Progress;
@@ -84,13 +86,6 @@ fn parse_min_time(s: &str) -> Result<f64, String> {
         return Err("--min-time must be greater than zero".into());
     }
     Ok(d.as_secs_f64())
-}
-
-/// A language as the pre-flight left it: verified (its output), or why not.
-pub(crate) struct Checked {
-    pub name: String,
-    pub verify: Option<Output>,
-    pub error: Option<String>,
 }
 
 pub fn run(g: &Global, a: &ScimarkArgs) -> anyhow::Result<ExitCode> {
@@ -170,8 +165,9 @@ fn check_args(a: &ScimarkArgs) -> Result<(), InvalidInput> {
     Ok(())
 }
 
-/// Builds every language and verifies it against C (built for the purpose when not
-/// asked for); a failure drops that language with its error. None: interrupted.
+/// Builds every language and verifies it against C (the library's pre-flight,
+/// `perflab_workloads::scimark::preflight`), saying which it builds and what failed.
+/// None: interrupted.
 fn preflight(
     g: &Global,
     a: &ScimarkArgs,
@@ -189,50 +185,19 @@ fn preflight(
         jvm_flags: a.jvm_flags.clone(),
         java: a.java.clone(),
     };
-    let vopts = scimark::RunOptions {
+    let ropts = scimark::RunOptions {
         large: a.large,
-        verify_only: true,
         kernels: a.kernels.clone(),
         ..Default::default()
     };
-    let mut langs: Vec<Checked> = Vec::new();
-    for name in &a.lang {
+    let mut building = |name: &str| {
         if !g.quiet {
             eprintln!("scimark: building {name}…");
         }
-        let mut l = Checked {
-            name: name.clone(),
-            verify: None,
-            error: None,
-        };
-        match scimark::build(name, &bopts).map(|b| scimark::run(&b, &vopts, &ctx)) {
-            Ok(Ok((out, _))) => l.verify = Some(out),
-            Ok(Err(WorkloadError::Interrupted)) => return Ok(None),
-            Ok(Err(e)) => l.error = Some(e.to_string()),
-            Err(e) => l.error = Some(e.to_string()),
-        }
-        langs.push(l);
-    }
-    if flag.load(Ordering::SeqCst) {
-        return Ok(None);
-    }
-    let reference: Option<Output> = match langs.iter().find(|l| l.name == "c") {
-        Some(c) => c.verify.clone(),
-        None => scimark::build("c", &bopts)
-            .ok()
-            .and_then(|b| scimark::run(&b, &vopts, &ctx).ok())
-            .map(|(o, _)| o),
     };
-    for l in &mut langs {
-        let Some(out) = &l.verify else { continue };
-        let check = match &reference {
-            Some(r) => scimark::agree(r, out),
-            None => scimark::self_check(out),
-        };
-        if let Err(e) = check {
-            l.error = Some(format!("{}: verification failed: {e}", l.name));
-        }
-    }
+    let Some(langs) = preflight::preflight(&a.lang, &bopts, &ropts, &ctx, &mut building) else {
+        return Ok(None);
+    };
     for e in langs.iter().filter_map(|l| l.error.as_ref()) {
         eprintln!("error: {e}");
     }
