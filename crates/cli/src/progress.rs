@@ -12,6 +12,8 @@ pub struct Progress {
     quiet: bool,
     /// How the command at hand pins CPUs, for the noise warning.
     pin: &'static str,
+    /// The flag that keeps measuring failing commands, for a failed trial's hint.
+    allow_failure: Option<&'static str>,
 }
 
 impl Progress {
@@ -35,6 +37,15 @@ impl Progress {
             bar,
             quiet,
             pin: "cpus = \"1\" in the experiment file",
+            allow_failure: None,
+        }
+    }
+
+    /// A failed command's hint names `flag` (e.g. `-i`) rather than the file's key.
+    pub fn allowing_failure_with(self, flag: &'static str) -> Progress {
+        Progress {
+            allow_failure: Some(flag),
+            ..self
         }
     }
 
@@ -74,6 +85,13 @@ impl Observer for Progress {
         self.bar.set_position(index as u64 + 1);
         if let Some(e) = error {
             if e != "interrupted" {
+                let e = match self.allow_failure {
+                    Some(flag) => e.replace(
+                        perflab_workloads::command::FAILURE_HINT,
+                        &format!("(run with {flag} if that is expected)"),
+                    ),
+                    None => e.to_string(),
+                };
                 let mut lines = e.lines();
                 let first = lines.next().unwrap_or("");
                 let rest: Vec<&str> = lines.collect();

@@ -32,6 +32,19 @@ fn the_noise_warning_of_bench_names_its_cpus_flag_and_that_flag_works() {
 }
 
 #[test]
+fn a_failing_bench_command_names_the_flag_that_keeps_measuring_it() {
+    let lab = Lab::new();
+    let out = lab.run(&["bench", "false", "-r", "2"]);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("(run with -i if that is expected)"), "{err}");
+    assert!(!err.contains("allow_failure"), "{err}");
+    // The hint, as printed.
+    let out = lab.run(&["bench", "-i", "false", "-r", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
 fn the_suite_hint_draws_a_report_with_the_flags_it_needs() {
     let lab = Lab::new();
     let f = lab.write(
