@@ -2,9 +2,13 @@
 //! [`FileError`] with file, line and column. Nothing runs from a file that did not
 //! check out. The format is documented in `docs/experiment-file.md`.
 //!
-//! Parsing is two-pass: a lenient pass reads `workload.kind`, then the whole file is
-//! read strictly with the structure of that kind, so every error carries the span the
-//! TOML parser knows.
+//! Parsing is two-pass: a lenient pass reads `workload.kind` (a
+//! `perflab_workloads::spec::Kind`), then the whole file is read strictly with the
+//! structure of that kind, so every error carries the span the TOML parser knows; a
+//! value of the wrong type is reported with its key and the form expected.
+//!
+//! An experiment built from a command's flags is a [`Draft`] (draft.rs): serialised
+//! into this same text and parsed here, so it is checked by the same rules.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
