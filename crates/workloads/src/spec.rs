@@ -8,7 +8,8 @@
 //! code; and a test can hand the runner a fake factory.
 //!
 //! Each kind also says here which metrics a run of it is compared on by default
-//! ([`KindSpec::primary`]) and which it records ([`KindSpec::metric_names`]).
+//! ([`Kind::primary`]) and which it records ([`Kind::metric_names`]); [`Kind`] is the
+//! one list of kinds.
 
 use std::time::Duration;
 
