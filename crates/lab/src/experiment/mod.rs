@@ -554,7 +554,7 @@ fn build<W>(
         names: matrix.iter().map(|p| p.name.clone()).collect(),
         sample: matrix
             .iter()
-            .map(|p| (p.name.clone(), crate::plan::value_text(&p.values[0])))
+            .map(|p| (p.name.clone(), perflab_store::value_text(&p.values[0])))
             .chain(
                 [
                     ("repetition", "1"),
