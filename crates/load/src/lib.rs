@@ -22,7 +22,9 @@
 //! bytes travel over plain TCP or, for `https://`, over rustls (`transport`), set up
 //! once per run with its trust roots and session cache (`tls`). Workers record into
 //! thread-local histograms (`record`) merged once a second (`series`) into the
-//! [`Report`], the per-second series and the interval log (`hdrlog`).
+//! [`Report`], the per-second series and the interval log (`hdrlog`). Thresholds are
+//! parsed with the spec (`threshold`) and judged on the finished report (`judge`), so
+//! the spec's side never reaches the report's.
 
 mod closed;
 mod conn;
