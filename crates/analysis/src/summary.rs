@@ -1,15 +1,13 @@
 //! Per-config, per-metric summaries of a stored run: what `perflab run` prints at the
 //! end, `perflab show` prints later and `perflab export --format markdown` writes — the
-//! same numbers, from the store. The lab's adaptive repetitions read them too (through
-//! `perflab_lab::summary`, a re-export of this module).
+//! same numbers, from the store. (The lab's adaptive repetitions compute theirs from
+//! the same rows in `perflab_lab::precision`: lab comes before analysis.)
 
 use perflab_stats::Summary;
 use perflab_store::{Params, Result, RunId, RunRow, Store};
 use serde::Serialize;
 
 use crate::samples::{self, ConfigSamples};
-
-pub use perflab_store::params_label;
 
 /// Summary of one metric of one config.
 #[derive(Debug, Clone, Serialize)]

@@ -1,11 +1,11 @@
 //! Terminal layout: the table style and the summary table `perflab run` and `perflab
 //! show` print. How a number is written (mean ± CI, units, ratios, p-values) is
-//! `perflab_analysis::format`, re-exported here, the same rules as the report's.
+//! `perflab_analysis::format`, the same rules as the report's; commands use it directly.
 
 use comfy_table::{Cell, CellAlignment, ContentArrangement, LineStyle, Table, TableStyle};
-use perflab_analysis::summary::{params_label, RunSummary};
-
-pub use perflab_analysis::format::{arrow, cv, level, mean_ci, mean_pm, ratio_ci, sig, value};
+use perflab_analysis::format::{arrow, cv, level, mean_ci, value};
+use perflab_analysis::summary::RunSummary;
+use perflab_store::params_label;
 
 /// Plain columns with one rule under the header: reads well in a terminal and in a
 /// pasted log alike.

@@ -8,6 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use perflab_store::HostInfo;
+use perflab_workloads::command::which;
 
 /// Sysctls that matter to servers, as (name, /proc path).
 pub const SYSCTLS: &[(&str, &str)] = &[
@@ -173,8 +174,6 @@ const VERSION_FLAGS: &[(&str, &[&str])] = &[
     ("bash", &["--version"]),
     ("perflab", &["--version"]),
 ];
-
-pub use perflab_workloads::command::which;
 
 /// Version (or path) of each named program.
 pub fn tool_versions(programs: &[String]) -> BTreeMap<String, String> {

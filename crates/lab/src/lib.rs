@@ -9,6 +9,7 @@ pub mod error;
 pub mod experiment;
 pub mod noise;
 pub mod plan;
+pub mod precision;
 mod raw;
 pub mod record;
 pub mod resume;
@@ -16,7 +17,6 @@ pub mod runner;
 pub mod service;
 pub mod signals;
 pub mod site;
-pub mod summary;
 pub mod template;
 pub mod workload;
 

@@ -9,6 +9,8 @@
 
 use std::collections::BTreeMap;
 
+use perflab_store::value_text;
+
 use crate::experiment::{Experiment, Order, Param};
 
 /// One point of the matrix.
@@ -37,8 +39,6 @@ impl Config {
         self.params.iter().cloned().collect()
     }
 }
-
-pub use perflab_store::value_text;
 
 /// One planned trial.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -277,6 +277,7 @@ impl H2 {
         self.streams.iter().position(|s| s.id == id)
     }
 
+    /// One frame from the server, dispatched by type.
     fn frame(
         &mut self,
         h: Head,
@@ -289,61 +290,9 @@ impl H2 {
             return Err(ErrorKind::Malformed); // a header block must not be interrupted
         }
         match h.kind {
-            kind::DATA => {
-                if h.stream == 0 {
-                    return Err(ErrorKind::Malformed);
-                }
-                frame::unpad(&h, payload).map_err(protocol_error)?;
-                self.unacked += h.len;
-                if self.unacked >= self.window / 2 {
-                    frame::window_update(&mut self.out, 0, self.unacked);
-                    self.unacked = 0;
-                }
-                if let Some(k) = self.find(h.stream) {
-                    let s = &mut self.streams[k];
-                    s.bytes += (HEAD_LEN as u32 + h.len) as u64;
-                    if h.has(flag::END_STREAM) {
-                        self.complete(k, done, failed);
-                    } else {
-                        s.unacked += h.len;
-                        if s.unacked >= self.window / 2 {
-                            frame::window_update(&mut self.out, s.id, s.unacked);
-                            s.unacked = 0;
-                        }
-                    }
-                } // else: a stream no longer tracked (reset); its bytes only count above
-            }
-            kind::HEADERS => {
-                if h.stream == 0 {
-                    return Err(ErrorKind::Malformed);
-                }
-                let block = frame::unpad(&h, payload).map_err(protocol_error)?;
-                let end_stream = h.has(flag::END_STREAM);
-                if h.has(flag::END_HEADERS) {
-                    self.headers(h.stream, end_stream, block, n_bytes(&h), done, failed)?;
-                } else {
-                    self.partial = Some((h.stream, end_stream));
-                    self.block.clear();
-                    self.block.extend_from_slice(block);
-                }
-            }
-            kind::CONTINUATION => {
-                let Some((id, end_stream)) = self.partial else {
-                    return Err(ErrorKind::Malformed);
-                };
-                if id != h.stream {
-                    return Err(ErrorKind::Malformed);
-                }
-                self.block.extend_from_slice(payload);
-                if h.has(flag::END_HEADERS) {
-                    self.partial = None;
-                    let block = std::mem::take(&mut self.block);
-                    let bytes = (block.len() + HEAD_LEN) as u64;
-                    let r = self.headers(id, end_stream, &block, bytes, done, failed);
-                    self.block = block;
-                    r?;
-                }
-            }
+            kind::DATA => self.data(&h, payload, done, failed)?,
+            kind::HEADERS => self.headers_frame(&h, payload, done, failed)?,
+            kind::CONTINUATION => self.continuation(&h, payload, done, failed)?,
             kind::RST_STREAM => {
                 frame::rst_code(payload).map_err(protocol_error)?;
                 if let Some(k) = self.find(h.stream) {
@@ -351,21 +300,7 @@ impl H2 {
                     failed.push((s.sent, ErrorKind::StreamReset));
                 }
             }
-            kind::SETTINGS => {
-                if h.stream != 0 {
-                    return Err(ErrorKind::Malformed);
-                }
-                if h.has(flag::ACK) {
-                    return Ok(());
-                }
-                let delta = self.peer.apply(payload).map_err(protocol_error)?;
-                for s in &mut self.streams {
-                    s.window += delta;
-                }
-                frame::settings_ack(&mut self.out);
-                self.settled = true;
-                self.send_bodies(prepared);
-            }
+            kind::SETTINGS => self.settings(&h, payload, prepared)?,
             kind::PING => {
                 let data: [u8; 8] = payload.try_into().map_err(protocol_error)?;
                 if !h.has(flag::ACK) {
@@ -383,21 +318,130 @@ impl H2 {
                     !lost
                 });
             }
-            kind::WINDOW_UPDATE => {
-                let inc = frame::window_increment(payload).map_err(protocol_error)?;
-                if inc == 0 {
-                    return Err(ErrorKind::Malformed);
-                }
-                if h.stream == 0 {
-                    self.send_window += i64::from(inc);
-                } else if let Some(k) = self.find(h.stream) {
-                    self.streams[k].window += i64::from(inc);
-                }
-                self.send_bodies(prepared);
-            }
+            kind::WINDOW_UPDATE => self.window_update(&h, payload, prepared)?,
             kind::PUSH_PROMISE => return Err(ErrorKind::Malformed), // push is disabled
             _ => {} // PRIORITY and unknown frame types are ignored
         }
+        Ok(())
+    }
+
+    /// DATA: count the bytes, give the windows back, complete the stream at its end.
+    fn data(
+        &mut self,
+        h: &Head,
+        payload: &[u8],
+        done: &mut Vec<(Sent, Completed)>,
+        failed: &mut Vec<(Sent, ErrorKind)>,
+    ) -> Result<(), ErrorKind> {
+        if h.stream == 0 {
+            return Err(ErrorKind::Malformed);
+        }
+        frame::unpad(h, payload).map_err(protocol_error)?;
+        self.unacked += h.len;
+        if self.unacked >= self.window / 2 {
+            frame::window_update(&mut self.out, 0, self.unacked);
+            self.unacked = 0;
+        }
+        if let Some(k) = self.find(h.stream) {
+            let s = &mut self.streams[k];
+            s.bytes += (HEAD_LEN as u32 + h.len) as u64;
+            if h.has(flag::END_STREAM) {
+                self.complete(k, done, failed);
+            } else {
+                s.unacked += h.len;
+                if s.unacked >= self.window / 2 {
+                    frame::window_update(&mut self.out, s.id, s.unacked);
+                    s.unacked = 0;
+                }
+            }
+        } // else: a stream no longer tracked (reset); its bytes only count above
+        Ok(())
+    }
+
+    /// HEADERS: a whole header block, or the first part of one.
+    fn headers_frame(
+        &mut self,
+        h: &Head,
+        payload: &[u8],
+        done: &mut Vec<(Sent, Completed)>,
+        failed: &mut Vec<(Sent, ErrorKind)>,
+    ) -> Result<(), ErrorKind> {
+        if h.stream == 0 {
+            return Err(ErrorKind::Malformed);
+        }
+        let block = frame::unpad(h, payload).map_err(protocol_error)?;
+        let end_stream = h.has(flag::END_STREAM);
+        if h.has(flag::END_HEADERS) {
+            self.headers(h.stream, end_stream, block, n_bytes(h), done, failed)?;
+        } else {
+            self.partial = Some((h.stream, end_stream));
+            self.block.clear();
+            self.block.extend_from_slice(block);
+        }
+        Ok(())
+    }
+
+    /// CONTINUATION: more of the header block a HEADERS frame began.
+    fn continuation(
+        &mut self,
+        h: &Head,
+        payload: &[u8],
+        done: &mut Vec<(Sent, Completed)>,
+        failed: &mut Vec<(Sent, ErrorKind)>,
+    ) -> Result<(), ErrorKind> {
+        let Some((id, end_stream)) = self.partial else {
+            return Err(ErrorKind::Malformed);
+        };
+        if id != h.stream {
+            return Err(ErrorKind::Malformed);
+        }
+        self.block.extend_from_slice(payload);
+        if h.has(flag::END_HEADERS) {
+            self.partial = None;
+            let block = std::mem::take(&mut self.block);
+            let bytes = (block.len() + HEAD_LEN) as u64;
+            let r = self.headers(id, end_stream, &block, bytes, done, failed);
+            self.block = block;
+            r?;
+        }
+        Ok(())
+    }
+
+    /// SETTINGS: apply the server's, acknowledge, and send what waited for them.
+    fn settings(&mut self, h: &Head, payload: &[u8], prepared: &Prepared) -> Result<(), ErrorKind> {
+        if h.stream != 0 {
+            return Err(ErrorKind::Malformed);
+        }
+        if h.has(flag::ACK) {
+            return Ok(());
+        }
+        let delta = self.peer.apply(payload).map_err(protocol_error)?;
+        for s in &mut self.streams {
+            s.window += delta;
+        }
+        frame::settings_ack(&mut self.out);
+        self.settled = true;
+        self.send_bodies(prepared);
+        Ok(())
+    }
+
+    /// WINDOW_UPDATE: more room to send request bodies.
+    fn window_update(
+        &mut self,
+        h: &Head,
+        payload: &[u8],
+        prepared: &Prepared,
+    ) -> Result<(), ErrorKind> {
+        let inc = frame::window_increment(payload).map_err(protocol_error)?;
+        if inc == 0 {
+            return Err(ErrorKind::Malformed);
+        }
+        if h.stream == 0 {
+            self.send_window += i64::from(inc);
+        } else if let Some(k) = self.find(h.stream) {
+            self.streams[k].window += i64::from(inc);
+        }
+        self.send_bodies(prepared);
         Ok(())
     }
 

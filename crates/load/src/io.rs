@@ -21,8 +21,7 @@
 
 use crate::error::{LoadError, SpecError};
 use crate::request::Prepared;
-pub use crate::spec::IoChoice;
-use crate::spec::{uring_misfit, LoadSpec};
+use crate::spec::{uring_misfit, IoChoice, LoadSpec};
 use serde::{Deserialize, Serialize};
 
 /// The I/O engine that ran (the report's `io`).

@@ -22,7 +22,9 @@
 //! bytes travel over plain TCP or, for `https://`, over rustls (`transport`), set up
 //! once per run with its trust roots and session cache (`tls`). Workers record into
 //! thread-local histograms (`record`) merged once a second (`series`) into the
-//! [`Report`], the per-second series and the interval log (`hdrlog`).
+//! [`Report`], the per-second series and the interval log (`hdrlog`). Thresholds are
+//! parsed with the spec (`threshold`) and judged on the finished report (`judge`), so
+//! the spec's side never reaches the report's.
 
 mod closed;
 mod conn;
@@ -35,6 +37,7 @@ mod h2;
 mod hdrlog;
 mod http1;
 mod io;
+mod judge;
 mod merge;
 mod observe;
 mod open;
@@ -62,7 +65,7 @@ mod worker;
 pub use cpu::SATURATION;
 pub use error::{LoadError, SpecError};
 pub use findmax::DEFAULT_START_RATE;
-pub use io::{uring_support, Io, IoChoice};
+pub use io::{uring_support, Io};
 pub use merge::{decode_histogram, encode_histogram, merge_series, second_p99};
 pub use observe::{NoObserver, Observer};
 pub use open::LATE_AFTER;
@@ -72,7 +75,7 @@ pub use report::{
 pub use series::SecondPoint;
 pub use siege::Siege;
 pub use slo::{Condition, Slo, Statistic};
-pub use spec::{parse_header, HttpVersion, LoadSpec, Ramp, RampOver, DEFAULT_H2_WINDOW};
+pub use spec::{parse_header, HttpVersion, IoChoice, LoadSpec, Ramp, RampOver, DEFAULT_H2_WINDOW};
 pub use threshold::{Op, Quantity, Threshold, Verdict};
 pub use units::{parse_duration, parse_fraction, parse_rate};
 pub use url::{Scheme, Target};

@@ -99,40 +99,14 @@ impl TryFrom<RawSpec> for LoadSpec {
         };
         let mut urls = r.urls.unwrap_or_default();
         urls.extend(r.url);
-        let headers = match r.headers {
-            None => Vec::new(),
-            Some(RawHeaders::List(l)) => l
-                .iter()
-                .map(|h| parse_header(h))
-                .collect::<Result<_, _>>()?,
-            Some(RawHeaders::Map(m)) => m.into_iter().collect(),
-        };
-        let over = match r.ramp_over.as_deref() {
-            None | Some("rate") => RampOver::Rate,
-            Some("connections") => RampOver::Connections,
-            Some(o) => {
-                return Err(SpecError::value(
-                    "ramp_over",
-                    o,
-                    "\"rate\" or \"connections\"",
-                ))
-            }
-        };
+        let headers = headers(r.headers)?;
+        let over = ramp_over(r.ramp_over.as_deref())?;
+        let weighted = weighted(r.order.as_deref())?;
         let spec = LoadSpec {
             urls,
             urls_file: r.urls_file,
             random: r.random.unwrap_or(false) || r.order.as_deref() == Some("random"),
-            weighted: match r.order.as_deref() {
-                None | Some("sequential" | "random") => false,
-                Some("weighted") => true,
-                Some(o) => {
-                    return Err(SpecError::value(
-                        "order",
-                        o,
-                        "sequential, random or weighted",
-                    ))
-                }
-            },
+            weighted,
             targets: r.targets,
             targets_format: r
                 .targets_format
@@ -189,6 +163,44 @@ impl TryFrom<RawSpec> for LoadSpec {
         };
         spec.validate()?;
         Ok(spec)
+    }
+}
+
+/// `headers`, as a list of `Name: value` lines or a table.
+fn headers(raw: Option<RawHeaders>) -> Result<Vec<(String, String)>, SpecError> {
+    Ok(match raw {
+        None => Vec::new(),
+        Some(RawHeaders::List(l)) => l
+            .iter()
+            .map(|h| parse_header(h))
+            .collect::<Result<_, _>>()?,
+        Some(RawHeaders::Map(m)) => m.into_iter().collect(),
+    })
+}
+
+/// `ramp_over`: what a ramp varies (the rate unless told).
+fn ramp_over(raw: Option<&str>) -> Result<RampOver, SpecError> {
+    match raw {
+        None | Some("rate") => Ok(RampOver::Rate),
+        Some("connections") => Ok(RampOver::Connections),
+        Some(o) => Err(SpecError::value(
+            "ramp_over",
+            o,
+            "\"rate\" or \"connections\"",
+        )),
+    }
+}
+
+/// `order`: whether targets are drawn by weight.
+fn weighted(order: Option<&str>) -> Result<bool, SpecError> {
+    match order {
+        None | Some("sequential" | "random") => Ok(false),
+        Some("weighted") => Ok(true),
+        Some(o) => Err(SpecError::value(
+            "order",
+            o,
+            "sequential, random or weighted",
+        )),
     }
 }
 

@@ -205,59 +205,15 @@ impl Report {
         connections: usize,
         threads: usize,
     ) -> Report {
-        let mut totals = Totals::default();
-        let mut hist = new_histogram();
-        let mut unc: Option<Histogram<u64>> = None;
-        let mut series = Vec::new();
-        let mut elapsed = 0.0;
-        for p in phases {
-            totals.merge(&p.totals);
-            let _ = hist.add(&p.hist);
-            if let Some(u) = &p.hist_uncorrected {
-                let _ = unc.get_or_insert_with(new_histogram).add(u);
-            }
-            series.extend(p.series.iter().cloned());
-            elapsed += p.elapsed.as_secs_f64();
-        }
-        let e = &totals.errors;
-        let k = |kind: ErrorKind| e[kind as usize];
-        let error_kinds = ErrorKinds {
-            connect_refused: k(ErrorKind::Connect),
-            connect_timeout: k(ErrorKind::ConnectTimeout),
-            read_timeout: k(ErrorKind::Timeout),
-            reset: k(ErrorKind::Reset),
-            malformed: k(ErrorKind::Malformed),
-            closed_early: k(ErrorKind::Closed),
-            tls: k(ErrorKind::Tls),
-            rst_stream: k(ErrorKind::StreamReset),
-            goaway: k(ErrorKind::GoAway),
-        };
-        let errors = Errors {
-            total: e.iter().sum(),
-            connect: error_kinds.connect_refused + error_kinds.tls,
-            timeout: error_kinds.connect_timeout + error_kinds.read_timeout,
-            reset: error_kinds.reset + error_kinds.rst_stream,
-            malformed: error_kinds.malformed,
-            closed: error_kinds.closed_early + error_kinds.goaway,
-        };
-        let protocols: BTreeMap<String, u64> = [("http/1.1", 0), ("h2", 1)]
-            .into_iter()
-            .filter(|(_, i)| totals.protocols[*i] > 0)
-            .map(|(name, i)| (name.to_string(), totals.protocols[i]))
-            .collect();
-        let status: BTreeMap<String, u64> = (0..STATUS_SLOTS)
-            .filter(|s| totals.status[*s] > 0)
-            .map(|s| {
-                (
-                    if s == 0 {
-                        "other".to_string()
-                    } else {
-                        s.to_string()
-                    },
-                    totals.status[s],
-                )
-            })
-            .collect();
+        let Merged {
+            totals,
+            hist,
+            unc,
+            series,
+            elapsed,
+        } = Merged::of(phases);
+        let error_kinds = ErrorKinds::from_counts(&totals.errors);
+        let errors = Errors::from_kinds(&error_kinds, totals.errors.iter().sum());
         let per_sec = |x: f64| if elapsed > 0.0 { x / elapsed } else { 0.0 };
         let busy = if totals.wall.is_zero() {
             0.0
@@ -267,44 +223,14 @@ impl Report {
         let saturated = busy >= SATURATION;
         let failed_status: u64 = (400..STATUS_SLOTS).map(|s| totals.status[s]).sum();
         let siege = Siege::compute(&totals, &hist, errors.total, failed_status, elapsed);
-        let mut warnings = Vec::new();
-        if saturated {
-            warnings.push(SATURATED_WARNING.to_string());
-        }
-        if let Some(why) = &totals.connect_failure {
-            warnings.push(format!(
-                "{} connect failure(s); the first with a reason: {why}",
-                error_kinds.connect_refused
-            ));
-        }
-        if let Some(why) = &totals.tls_failure {
-            warnings.push(format!(
-                "{} TLS failure(s); the first: {why}",
-                error_kinds.tls
-            ));
-        }
-        let targets = totals
-            .per_target
-            .iter()
-            .map(|t| TargetReport {
-                name: String::new(),
-                method: String::new(),
-                url: String::new(),
-                requests: t.requests,
-                rps: per_sec(t.requests as f64),
-                errors: t.failed,
-                status: t.status.iter().map(|(c, n)| (c.to_string(), *n)).collect(),
-                latency_ms: Latency::from_histogram(&t.hist),
-            })
-            .collect();
         Report {
-            targets,
+            targets: target_reports(&totals, per_sec),
             requests: totals.requests,
             duration_s: elapsed,
             rps: per_sec(totals.requests as f64),
             mbps: per_sec(totals.bytes as f64) / 1e6,
             errors,
-            status,
+            status: status_counts(&totals),
             latency_ms: Latency::from_histogram(&hist),
             latency_uncorrected_ms: unc.as_ref().map(Latency::from_histogram),
             client_cpu_per_req_us: if totals.requests > 0 {
@@ -325,15 +251,15 @@ impl Report {
             late: totals.late,
             reconnects: totals.reconnects,
             connections_opened: totals.connections_opened,
-            protocols,
+            protocols: protocol_counts(&totals),
             streams: 1,
             interrupted: false,
+            warnings: warnings(&totals, &error_kinds, saturated),
             error_kinds,
             client_busy: busy,
             broke_at: None,
             slo: None,
             series,
-            warnings,
             tls_failure: totals.tls_failure,
             io: Io::Epoll,
             histogram: hist,
@@ -387,4 +313,132 @@ impl Report {
             passed,
         }
     }
+}
+
+/// The phases of a run added up: counters, histograms, per-second series, time.
+struct Merged {
+    totals: Totals,
+    hist: Histogram<u64>,
+    unc: Option<Histogram<u64>>,
+    series: Vec<SecondPoint>,
+    elapsed: f64,
+}
+
+impl Merged {
+    fn of(phases: &[&PhaseResult]) -> Merged {
+        let mut m = Merged {
+            totals: Totals::default(),
+            hist: new_histogram(),
+            unc: None,
+            series: Vec::new(),
+            elapsed: 0.0,
+        };
+        for p in phases {
+            m.totals.merge(&p.totals);
+            let _ = m.hist.add(&p.hist);
+            if let Some(u) = &p.hist_uncorrected {
+                let _ = m.unc.get_or_insert_with(new_histogram).add(u);
+            }
+            m.series.extend(p.series.iter().cloned());
+            m.elapsed += p.elapsed.as_secs_f64();
+        }
+        m
+    }
+}
+
+impl ErrorKinds {
+    /// The per-kind error counters, by name.
+    fn from_counts(e: &[u64]) -> ErrorKinds {
+        let k = |kind: ErrorKind| e[kind as usize];
+        ErrorKinds {
+            connect_refused: k(ErrorKind::Connect),
+            connect_timeout: k(ErrorKind::ConnectTimeout),
+            read_timeout: k(ErrorKind::Timeout),
+            reset: k(ErrorKind::Reset),
+            malformed: k(ErrorKind::Malformed),
+            closed_early: k(ErrorKind::Closed),
+            tls: k(ErrorKind::Tls),
+            rst_stream: k(ErrorKind::StreamReset),
+            goaway: k(ErrorKind::GoAway),
+        }
+    }
+}
+
+impl Errors {
+    /// The contract's coarser classes, folded from the kinds.
+    fn from_kinds(k: &ErrorKinds, total: u64) -> Errors {
+        Errors {
+            total,
+            connect: k.connect_refused + k.tls,
+            timeout: k.connect_timeout + k.read_timeout,
+            reset: k.reset + k.rst_stream,
+            malformed: k.malformed,
+            closed: k.closed_early + k.goaway,
+        }
+    }
+}
+
+/// Connections by protocol, only those that were used.
+fn protocol_counts(totals: &Totals) -> BTreeMap<String, u64> {
+    [("http/1.1", 0), ("h2", 1)]
+        .into_iter()
+        .filter(|(_, i)| totals.protocols[*i] > 0)
+        .map(|(name, i)| (name.to_string(), totals.protocols[i]))
+        .collect()
+}
+
+/// Responses by status code (slot 0 is `other`), only those seen.
+fn status_counts(totals: &Totals) -> BTreeMap<String, u64> {
+    (0..STATUS_SLOTS)
+        .filter(|s| totals.status[*s] > 0)
+        .map(|s| {
+            (
+                if s == 0 {
+                    "other".to_string()
+                } else {
+                    s.to_string()
+                },
+                totals.status[s],
+            )
+        })
+        .collect()
+}
+
+/// The run's warnings: a saturated client, the first connect and TLS failures.
+fn warnings(totals: &Totals, error_kinds: &ErrorKinds, saturated: bool) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if saturated {
+        warnings.push(SATURATED_WARNING.to_string());
+    }
+    if let Some(why) = &totals.connect_failure {
+        warnings.push(format!(
+            "{} connect failure(s); the first with a reason: {why}",
+            error_kinds.connect_refused
+        ));
+    }
+    if let Some(why) = &totals.tls_failure {
+        warnings.push(format!(
+            "{} TLS failure(s); the first: {why}",
+            error_kinds.tls
+        ));
+    }
+    warnings
+}
+
+/// Per target counts and latency (names are filled in by the caller, who knows them).
+fn target_reports(totals: &Totals, per_sec: impl Fn(f64) -> f64) -> Vec<TargetReport> {
+    totals
+        .per_target
+        .iter()
+        .map(|t| TargetReport {
+            name: String::new(),
+            method: String::new(),
+            url: String::new(),
+            requests: t.requests,
+            rps: per_sec(t.requests as f64),
+            errors: t.failed,
+            status: t.status.iter().map(|(c, n)| (c.to_string(), *n)).collect(),
+            latency_ms: Latency::from_histogram(&t.hist),
+        })
+        .collect()
 }

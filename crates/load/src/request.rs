@@ -76,40 +76,82 @@ pub(crate) struct Prepared {
 /// Reads files, parses and resolves URLs, serializes the requests.
 pub(crate) fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
     spec.validate()?;
-    let mut urls = spec.urls.clone();
-    if let Some(path) = &spec.urls_file {
-        let text = std::fs::read_to_string(path).map_err(|source| SpecError::File {
-            what: "URL file",
-            path: path.clone(),
-            source,
-        })?;
-        // One URL per line. siege's other forms (`URL POST body`, `NAME=value`
-        // variables) are refused with their line rather than sent as plain GETs.
-        for (n, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let mut words = line.split_whitespace();
-            let url = words.next().unwrap_or_default();
-            if words.next().is_some() || (url.contains('=') && !url.contains("://")) {
-                return Err(SpecError::Conflict(format!(
-                    "{}:{}: `{line}`: only one URL per line is read here; a method, a body \
-                     or a siege variable would be dropped, so nothing is sent",
-                    path.display(),
-                    n + 1
-                )));
-            }
-            urls.push(url.to_string());
-        }
-        if urls.is_empty() {
-            return Err(SpecError::Conflict(format!(
-                "the URL file `{}` has no URL",
-                path.display()
-            )));
+    let urls = all_urls(spec)?;
+    let body = read_body(spec)?;
+    let defs = target_defs(spec, &urls, body.as_deref())?;
+    let mut targets = Vec::with_capacity(defs.len());
+    let mut tls_names: Vec<Option<ServerName<'static>>> = Vec::with_capacity(defs.len());
+    for d in &defs {
+        let (target, tls_name) = prepare_target(spec, d)?;
+        targets.push(target);
+        tls_names.push(tls_name);
+    }
+    let mut groups = group(spec, &targets, tls_names)?;
+    if spec.io == IoChoice::Uring {
+        if let Some(why) = uring_misfit(spec, groups.iter().any(|g| g.tls.is_some())) {
+            return Err(SpecError::Conflict(why.into()));
         }
     }
-    let body = match (&spec.body, &spec.body_file) {
+    for g in &mut groups {
+        g.cum = cumulative_weights(&targets, &g.targets);
+    }
+    Ok(Prepared {
+        targets,
+        groups,
+        random: spec.random,
+        weighted: spec.weighted,
+        pipeline: spec.pipeline,
+        keepalive: spec.keepalive,
+    })
+}
+
+/// The spec's URLs followed by those of its URL file, if any.
+fn all_urls(spec: &LoadSpec) -> Result<Vec<String>, SpecError> {
+    let mut urls = spec.urls.clone();
+    if let Some(path) = &spec.urls_file {
+        read_urls_file(path, &mut urls)?;
+    }
+    Ok(urls)
+}
+
+/// Appends the URLs of a URL file, one per line.
+fn read_urls_file(path: &std::path::Path, urls: &mut Vec<String>) -> Result<(), SpecError> {
+    let text = std::fs::read_to_string(path).map_err(|source| SpecError::File {
+        what: "URL file",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    // One URL per line. siege's other forms (`URL POST body`, `NAME=value`
+    // variables) are refused with their line rather than sent as plain GETs.
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut words = line.split_whitespace();
+        let url = words.next().unwrap_or_default();
+        if words.next().is_some() || (url.contains('=') && !url.contains("://")) {
+            return Err(SpecError::Conflict(format!(
+                "{}:{}: `{line}`: only one URL per line is read here; a method, a body \
+                 or a siege variable would be dropped, so nothing is sent",
+                path.display(),
+                n + 1
+            )));
+        }
+        urls.push(url.to_string());
+    }
+    if urls.is_empty() {
+        return Err(SpecError::Conflict(format!(
+            "the URL file `{}` has no URL",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The run's request body: given inline, read from its file, or none.
+fn read_body(spec: &LoadSpec) -> Result<Option<Vec<u8>>, SpecError> {
+    Ok(match (&spec.body, &spec.body_file) {
         (Some(b), _) => Some(b.clone()),
         (None, Some(path)) => Some(std::fs::read(path).map_err(|source| SpecError::File {
             what: "body file",
@@ -117,9 +159,16 @@ pub(crate) fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
             source,
         })?),
         (None, None) => None,
-    };
-    // The requests: the URLs with the run's method, headers and body, or a mix.
-    let defs: Vec<TargetDef> = match &spec.targets {
+    })
+}
+
+/// The requests: the URLs with the run's method, headers and body, or a mix.
+fn target_defs(
+    spec: &LoadSpec,
+    urls: &[String],
+    body: Option<&[u8]>,
+) -> Result<Vec<TargetDef>, SpecError> {
+    Ok(match &spec.targets {
         Some(path) => targets::read(path, spec.targets_format)?,
         None => urls
             .iter()
@@ -130,63 +179,80 @@ pub(crate) fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
                 method: spec.method.clone(),
                 url: u.clone(),
                 headers: Vec::new(),
-                body: body.clone(),
+                body: body.map(<[u8]>::to_vec),
                 line: i + 1,
             })
             .collect(),
+    })
+}
+
+/// One request resolved and serialized (HTTP/1.1 bytes and HTTP/2 header block), with
+/// its TLS server name for `https://`.
+fn prepare_target(
+    spec: &LoadSpec,
+    d: &TargetDef,
+) -> Result<(PreparedTarget, Option<ServerName<'static>>), SpecError> {
+    let t = Target::parse(&d.url)?;
+    let tls_name = match t.scheme {
+        Scheme::Http => None,
+        Scheme::Https => Some(server_name(&d.url, &t.host)?),
     };
-    let mut targets = Vec::with_capacity(defs.len());
-    let mut tls_names: Vec<Option<ServerName<'static>>> = Vec::with_capacity(defs.len());
-    for d in &defs {
-        let u = &d.url;
-        let t = Target::parse(u)?;
-        tls_names.push(match t.scheme {
-            Scheme::Http => None,
-            Scheme::Https => Some(server_name(u, &t.host)?),
-        });
-        // Through a unix socket the host only names the `Host` header: nothing to resolve.
-        let resolved = match spec.unix_socket {
-            Some(_) => Ok(vec![SocketAddr::from(([0, 0, 0, 0], t.port))].into_iter()),
-            None => (t.host.as_str(), t.port).to_socket_addrs(),
-        };
-        let addr = resolved
-            .map_err(|source| SpecError::Resolve {
-                host: t.host.clone(),
-                source,
-            })?
-            .next()
-            .ok_or_else(|| SpecError::Resolve {
-                host: t.host.clone(),
-                source: std::io::Error::other("no address"),
-            })?;
-        let request = serialize(spec, &t, d);
-        let batch = request.repeat(spec.pipeline).into_boxed_slice();
-        let body = d.body.clone().unwrap_or_default();
-        let h2_block = h2_block(spec, &t, d);
-        let mut h2_frame = Vec::new();
-        if h2_block.len() <= perflab_h2::MIN_FRAME_SIZE as usize {
-            frame::headers(
-                &mut h2_frame,
-                0,
-                &h2_block,
-                body.is_empty(),
-                perflab_h2::MIN_FRAME_SIZE,
-            );
-        }
-        targets.push(PreparedTarget {
-            addr,
-            request: request.into_boxed_slice(),
-            batch,
-            head: d.method.eq_ignore_ascii_case("HEAD"),
-            name: d.name.clone(),
-            method: d.method.clone(),
-            url: d.url.clone(),
-            weight: d.weight,
-            h2_block: h2_block.into_boxed_slice(),
-            h2_frame: h2_frame.into_boxed_slice(),
-            body: body.into_boxed_slice(),
-        });
+    let addr = resolve(spec, &t)?;
+    let request = serialize(spec, &t, d);
+    let batch = request.repeat(spec.pipeline).into_boxed_slice();
+    let body = d.body.clone().unwrap_or_default();
+    let h2_block = h2_block(spec, &t, d);
+    let mut h2_frame = Vec::new();
+    if h2_block.len() <= perflab_h2::MIN_FRAME_SIZE as usize {
+        frame::headers(
+            &mut h2_frame,
+            0,
+            &h2_block,
+            body.is_empty(),
+            perflab_h2::MIN_FRAME_SIZE,
+        );
     }
+    let target = PreparedTarget {
+        addr,
+        request: request.into_boxed_slice(),
+        batch,
+        head: d.method.eq_ignore_ascii_case("HEAD"),
+        name: d.name.clone(),
+        method: d.method.clone(),
+        url: d.url.clone(),
+        weight: d.weight,
+        h2_block: h2_block.into_boxed_slice(),
+        h2_frame: h2_frame.into_boxed_slice(),
+        body: body.into_boxed_slice(),
+    };
+    Ok((target, tls_name))
+}
+
+/// The address to connect to: the first the host resolves to.
+fn resolve(spec: &LoadSpec, t: &Target) -> Result<SocketAddr, SpecError> {
+    // Through a unix socket the host only names the `Host` header: nothing to resolve.
+    let resolved = match spec.unix_socket {
+        Some(_) => Ok(vec![SocketAddr::from(([0, 0, 0, 0], t.port))].into_iter()),
+        None => (t.host.as_str(), t.port).to_socket_addrs(),
+    };
+    resolved
+        .map_err(|source| SpecError::Resolve {
+            host: t.host.clone(),
+            source,
+        })?
+        .next()
+        .ok_or_else(|| SpecError::Resolve {
+            host: t.host.clone(),
+            source: std::io::Error::other("no address"),
+        })
+}
+
+/// Groups the targets by address and TLS server name, one TLS config for the run.
+fn group(
+    spec: &LoadSpec,
+    targets: &[PreparedTarget],
+    tls_names: Vec<Option<ServerName<'static>>>,
+) -> Result<Vec<Group>, SpecError> {
     // One TLS config for the run (it holds the session cache), built only when needed:
     // loading the system trust store takes milliseconds.
     let any_tls = tls_names.iter().any(Option::is_some);
@@ -229,30 +295,19 @@ pub(crate) fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
             }),
         }
     }
-    if spec.io == IoChoice::Uring {
-        if let Some(why) = uring_misfit(spec, groups.iter().any(|g| g.tls.is_some())) {
-            return Err(SpecError::Conflict(why.into()));
-        }
-    }
-    for g in &mut groups {
-        let mut sum = 0;
-        g.cum = g
-            .targets
-            .iter()
-            .map(|&i| {
-                sum += u64::from(targets[i].weight);
-                sum
-            })
-            .collect();
-    }
-    Ok(Prepared {
-        targets,
-        groups,
-        random: spec.random,
-        weighted: spec.weighted,
-        pipeline: spec.pipeline,
-        keepalive: spec.keepalive,
-    })
+    Ok(groups)
+}
+
+/// Running sums of a group's targets' weights (`weighted` order).
+fn cumulative_weights(targets: &[PreparedTarget], members: &[usize]) -> Vec<u64> {
+    let mut sum = 0;
+    members
+        .iter()
+        .map(|&i| {
+            sum += u64::from(targets[i].weight);
+            sum
+        })
+        .collect()
 }
 
 /// Headers HTTP/2 forbids (RFC 9113 §8.2.2) or replaces (`host` by `:authority`).

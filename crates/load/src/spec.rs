@@ -276,6 +276,15 @@ impl LoadSpec {
 
     /// Checks every value; the URLs are parsed too. Nothing is sent.
     pub fn validate(&self) -> Result<(), SpecError> {
+        self.check_request()?;
+        self.check_concurrency()?;
+        self.check_bounds()?;
+        self.check_combinations()?;
+        self.check_uring()
+    }
+
+    /// What is sent: the URLs, the method, the headers and the body.
+    fn check_request(&self) -> Result<(), SpecError> {
         if self.urls.is_empty() && self.urls_file.is_none() && self.targets.is_none() {
             return Err(SpecError::Conflict(
                 "no URL given (a URL, a URL file or a targets file is required)".into(),
@@ -313,6 +322,12 @@ impl LoadSpec {
                 "give either a body or a body file, not both".into(),
             ));
         }
+        Ok(())
+    }
+
+    /// How many connections, threads, pipelined requests and streams, and the HTTP
+    /// version they fit.
+    fn check_concurrency(&self) -> Result<(), SpecError> {
         positive("connections", self.connections)?;
         if let Some(t) = self.threads {
             positive("threads", t)?;
@@ -338,6 +353,11 @@ impl LoadSpec {
                 "`pipeline` is HTTP/1.1's; HTTP/2 sends concurrent requests as `streams`".into(),
             ));
         }
+        Ok(())
+    }
+
+    /// Counts, durations, rates and fractions within their ranges.
+    fn check_bounds(&self) -> Result<(), SpecError> {
         if self.requests == Some(0) {
             return Err(SpecError::value(
                 "requests",
@@ -370,6 +390,11 @@ impl LoadSpec {
                 "a fraction in [0, 1]",
             ));
         }
+        Ok(())
+    }
+
+    /// Options that exclude each other (closed vs open loop, ramps, TLS trust).
+    fn check_combinations(&self) -> Result<(), SpecError> {
         if !self.is_closed_loop() && self.pipeline > 1 {
             return Err(SpecError::Conflict(
                 "pipelining is for closed-loop runs only (drop `pipeline` or `rate`)".into(),
@@ -403,6 +428,11 @@ impl LoadSpec {
                 "`find_max` searches a rate; it cannot ramp connections".into(),
             ));
         }
+        Ok(())
+    }
+
+    /// io_uring runs only what its engine supports.
+    fn check_uring(&self) -> Result<(), SpecError> {
         if self.io == IoChoice::Uring {
             // URLs of a URL file are checked once it is read (`request::prepare`).
             let tls = self

@@ -21,17 +21,36 @@ fn h2_errors(r: &Report) -> String {
 /// Renders `r` for a terminal.
 pub fn render(r: &Report) -> String {
     let mut s = String::new();
+    summary(&mut s, r);
+    latency(&mut s, r);
+    targets(&mut s, r);
+    steps(&mut s, r);
+    find_max(&mut s, r);
+    let _ = writeln!(s);
+    for line in r.siege.to_string().lines() {
+        let _ = writeln!(s, "  {line}");
+    }
+    for w in &r.warnings {
+        let _ = writeln!(s, "\nwarning: {w}");
+    }
+    s
+}
+
+/// One labelled line of the summary block.
+fn row(s: &mut String, k: &str, v: String) {
+    let _ = writeln!(s, "  {k:<18} {v}");
+}
+
+/// The summary block: mode, protocols, counts, rates, errors, client CPU.
+fn summary(s: &mut String, r: &Report) {
     let mode = match r.mode {
         Mode::Closed => "closed loop".to_string(),
         Mode::Open => format!("open loop at {:.0} req/s", r.target_rate.unwrap_or(0.0)),
         Mode::Ramp => "ramp".to_string(),
         Mode::FindMax => format!("find-max, SLO {}", r.slo.as_deref().unwrap_or("")),
     };
-    let row = |s: &mut String, k: &str, v: String| {
-        let _ = writeln!(s, "  {k:<18} {v}");
-    };
     row(
-        &mut s,
+        s,
         "Mode",
         format!(
             "{mode}, {} connections, {} threads, {}",
@@ -49,15 +68,15 @@ pub fn render(r: &Report) -> String {
                 _ => format!("{p} ({n} connections)"),
             })
             .collect();
-        row(&mut s, "Protocol", protocols.join(", "));
+        row(s, "Protocol", protocols.join(", "));
     }
-    row(&mut s, "Requests", format!("{:>12}", r.requests));
-    row(&mut s, "Duration", format!("{:>12.2} s", r.duration_s));
-    row(&mut s, "Throughput", format!("{:>12.2} req/s", r.rps));
-    row(&mut s, "Transfer", format!("{:>12.2} MB/s", r.mbps));
+    row(s, "Requests", format!("{:>12}", r.requests));
+    row(s, "Duration", format!("{:>12.2} s", r.duration_s));
+    row(s, "Throughput", format!("{:>12.2} req/s", r.rps));
+    row(s, "Transfer", format!("{:>12.2} MB/s", r.mbps));
     let e = &r.errors;
     row(
-        &mut s,
+        s,
         "Errors",
         format!(
             "{:>12}   (connect {}, timeout {}, reset {}, malformed {}, closed {}){}",
@@ -71,10 +90,10 @@ pub fn render(r: &Report) -> String {
         ),
     );
     let status: Vec<String> = r.status.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-    row(&mut s, "Status", format!("{:>12}", status.join(", ")));
+    row(s, "Status", format!("{:>12}", status.join(", ")));
     if r.cancelled_at_end > 0 || r.late > 0 || r.reconnects > 0 {
         row(
-            &mut s,
+            s,
             "Also",
             format!(
                 "cancelled at end {}, late {}, reconnects {}",
@@ -83,7 +102,7 @@ pub fn render(r: &Report) -> String {
         );
     }
     row(
-        &mut s,
+        s,
         "Client CPU",
         format!(
             "{:>12.2} µs/req   (threads {:.0} % busy)",
@@ -91,6 +110,10 @@ pub fn render(r: &Report) -> String {
             r.client_busy * 100.0
         ),
     );
+}
+
+/// The latency table: corrected and, in open loop, uncorrected.
+fn latency(s: &mut String, r: &Report) {
     let _ = writeln!(s);
     let _ = writeln!(
         s,
@@ -102,78 +125,85 @@ pub fn render(r: &Report) -> String {
     } else {
         ""
     };
-    latency_row(&mut s, label, &r.latency_ms);
+    latency_row(s, label, &r.latency_ms);
     if let Some(u) = &r.latency_uncorrected_ms {
-        latency_row(&mut s, "uncorrected", u);
+        latency_row(s, "uncorrected", u);
     }
-    if !r.targets.is_empty() {
-        let _ = writeln!(s);
-        let _ = writeln!(
-            s,
-            "  {:<28} {:>9} {:>11} {:>9} {:>9} {:>9} {:>7}  status",
-            "Target", "requests", "req/s", "p50 ms", "p99 ms", "max ms", "errors"
-        );
-        for t in &r.targets {
-            let status: Vec<String> = t.status.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-            let name: String = t.name.chars().take(28).collect();
-            let _ = writeln!(
-                s,
-                "  {:<28} {:>9} {:>11.2} {:>9.3} {:>9.3} {:>9.3} {:>7}  {}",
-                name,
-                t.requests,
-                t.rps,
-                t.latency_ms.p50,
-                t.latency_ms.p99,
-                t.latency_ms.max,
-                t.errors,
-                status.join(", ")
-            );
-        }
-    }
-    if !r.steps.is_empty() {
-        let _ = writeln!(s);
-        let _ = writeln!(
-            s,
-            "  {:<6} {:>10} {:>12} {:>10} {:>10} {:>9} {:>6}",
-            "Step", "target", "req/s", "p50 ms", "p99 ms", "errors", "SLO"
-        );
-        for (i, st) in r.steps.iter().enumerate() {
-            let slo = match st.passed {
-                Some(true) => "ok",
-                Some(false) => "broke",
-                None => "",
-            };
-            let _ = writeln!(
-                s,
-                "  {:<6} {:>10.1} {:>12.2} {:>10.3} {:>10.3} {:>8.2}% {:>6}",
-                i + 1,
-                st.target,
-                st.rps,
-                st.latency_ms.p50,
-                st.latency_ms.p99,
-                st.error_rate * 100.0,
-                slo
-            );
-        }
-    }
-    if r.mode == Mode::FindMax {
-        let _ = writeln!(s);
-        match r.max_rate {
-            Some(m) => row(&mut s, "Max rate", format!("{m:.1} req/s meets the SLO")),
-            None => row(&mut s, "Max rate", "no rate tried met the SLO".to_string()),
-        }
-        if let Some(b) = r.broke_at {
-            row(&mut s, "Broke at", format!("{b:.1} req/s"));
-        }
+}
+
+/// The per-target table, when the run had several targets.
+fn targets(s: &mut String, r: &Report) {
+    if r.targets.is_empty() {
+        return;
     }
     let _ = writeln!(s);
-    for line in r.siege.to_string().lines() {
-        let _ = writeln!(s, "  {line}");
+    let _ = writeln!(
+        s,
+        "  {:<28} {:>9} {:>11} {:>9} {:>9} {:>9} {:>7}  status",
+        "Target", "requests", "req/s", "p50 ms", "p99 ms", "max ms", "errors"
+    );
+    for t in &r.targets {
+        let status: Vec<String> = t.status.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        let name: String = t.name.chars().take(28).collect();
+        let _ = writeln!(
+            s,
+            "  {:<28} {:>9} {:>11.2} {:>9.3} {:>9.3} {:>9.3} {:>7}  {}",
+            name,
+            t.requests,
+            t.rps,
+            t.latency_ms.p50,
+            t.latency_ms.p99,
+            t.latency_ms.max,
+            t.errors,
+            status.join(", ")
+        );
     }
-    for w in &r.warnings {
-        let _ = writeln!(s, "\nwarning: {w}");
+}
+
+/// The steps of a ramp or knee search.
+fn steps(s: &mut String, r: &Report) {
+    if r.steps.is_empty() {
+        return;
     }
-    s
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "  {:<6} {:>10} {:>12} {:>10} {:>10} {:>9} {:>6}",
+        "Step", "target", "req/s", "p50 ms", "p99 ms", "errors", "SLO"
+    );
+    for (i, st) in r.steps.iter().enumerate() {
+        let slo = match st.passed {
+            Some(true) => "ok",
+            Some(false) => "broke",
+            None => "",
+        };
+        let _ = writeln!(
+            s,
+            "  {:<6} {:>10.1} {:>12.2} {:>10.3} {:>10.3} {:>8.2}% {:>6}",
+            i + 1,
+            st.target,
+            st.rps,
+            st.latency_ms.p50,
+            st.latency_ms.p99,
+            st.error_rate * 100.0,
+            slo
+        );
+    }
+}
+
+/// A knee search's verdict: the highest rate that met the SLO, and where it broke.
+fn find_max(s: &mut String, r: &Report) {
+    if r.mode != Mode::FindMax {
+        return;
+    }
+    let _ = writeln!(s);
+    match r.max_rate {
+        Some(m) => row(s, "Max rate", format!("{m:.1} req/s meets the SLO")),
+        None => row(s, "Max rate", "no rate tried met the SLO".to_string()),
+    }
+    if let Some(b) = r.broke_at {
+        row(s, "Broke at", format!("{b:.1} req/s"));
+    }
 }
 
 fn latency_row(s: &mut String, label: &str, l: &Latency) {

@@ -7,13 +7,16 @@
 //! histogram is the coordinated-omission-corrected one. A threshold is judged once, on
 //! the whole recorded run; an experiment also judges it on a config's interval (the
 //! `lab` side reads the stored metric named by [`Threshold::metric`]).
+//!
+//! This module knows thresholds and verdicts only, not the [`Report`](crate::Report):
+//! the report is built from the spec, which holds thresholds, so reading a report's
+//! value lives after both, in `judge`.
 
 use std::fmt;
 
 use serde::Serialize;
 
 use crate::error::SpecError;
-use crate::report::Report;
 use crate::slo::Statistic;
 use crate::units;
 
@@ -173,49 +176,9 @@ impl Threshold {
         }
     }
 
-    /// The run's value of the quantity (NaN for a target the run does not have).
-    pub fn value(&self, r: &Report) -> f64 {
-        if let Some(name) = &self.target {
-            let Some(t) = r.targets.iter().find(|t| &t.name == name) else {
-                return f64::NAN;
-            };
-            let l = &t.latency_ms;
-            return match self.quantity {
-                Quantity::Latency(Statistic::Mean) => l.mean,
-                Quantity::Latency(Statistic::Max) => l.max,
-                Quantity::Latency(Statistic::Percentile(p)) => match percentile_name(p).as_str() {
-                    "50" => l.p50,
-                    "75" => l.p75,
-                    "90" => l.p90,
-                    "99" => l.p99,
-                    "999" => l.p999,
-                    "9999" => l.p9999,
-                    _ => f64::NAN,
-                },
-                Quantity::Rps => t.rps,
-                Quantity::Errors => t.errors as f64,
-                Quantity::ErrorRate => t.errors as f64 / (t.requests.max(1)) as f64,
-                Quantity::Mbps => f64::NAN,
-            };
-        }
-        match self.quantity {
-            Quantity::Latency(stat) => latency_ms(r.histogram(), stat),
-            Quantity::Rps => r.rps,
-            Quantity::ErrorRate => r.error_rate(),
-            Quantity::Errors => r.failed() as f64,
-            Quantity::Mbps => r.mbps,
-        }
-    }
-
     /// Whether `value` meets the threshold.
     pub fn holds(&self, value: f64) -> bool {
         value.is_finite() && self.op.holds(value, self.limit)
-    }
-
-    /// Judges the run.
-    pub fn judge(&self, r: &Report) -> Verdict {
-        let value = self.value(r);
-        Verdict::new(self, value)
     }
 }
 
@@ -238,7 +201,7 @@ fn per_target(q: Quantity) -> bool {
 }
 
 /// `99` → `99`, `99.9` → `999`, `99.99` → `9999`: the stored metric names' spelling.
-fn percentile_name(p: f64) -> String {
+pub(crate) fn percentile_name(p: f64) -> String {
     let s = format!("{p}");
     s.replace('.', "")
 }
@@ -255,19 +218,6 @@ fn sig(v: f64) -> String {
     } else {
         s
     }
-}
-
-/// A latency statistic of a histogram of microseconds, in milliseconds.
-fn latency_ms(h: &hdrhistogram::Histogram<u64>, stat: Statistic) -> f64 {
-    if h.is_empty() {
-        return f64::NAN;
-    }
-    let us = match stat {
-        Statistic::Percentile(p) => h.value_at_quantile(p / 100.0) as f64,
-        Statistic::Mean => h.mean(),
-        Statistic::Max => h.max() as f64,
-    };
-    us / 1e3
 }
 
 /// How one threshold came out.

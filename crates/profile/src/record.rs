@@ -7,7 +7,7 @@
 //! lie about what they measured. `Event::Auto` probes, picks, and says which.
 
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -116,52 +116,10 @@ impl Profiler {
     pub fn start(spec: &ProfileSpec) -> Result<Running> {
         validate(spec)?;
         let perf = perf::find_perf()?;
-        let (event, event_note) = match spec.event {
-            Event::CpuClock => ("cpu-clock", None),
-            Event::Cycles if perf::cycles_supported(&perf) => ("cycles", None),
-            Event::Cycles => return Err(ProfileError::EventUnsupported),
-            Event::Auto if perf::cycles_supported(&perf) => ("cycles", None),
-            Event::Auto => (
-                "cpu-clock",
-                Some(
-                    "no hardware PMU, cycles not supported: sampled cpu-clock instead".to_string(),
-                ),
-            ),
-        };
-        let mut args: Vec<String> = vec![
-            "-q".into(),
-            "-e".into(),
-            event.into(),
-            "-F".into(),
-            spec.frequency.to_string(),
-            "--sample-cpu".into(),
-        ];
-        if spec.call_graph {
-            args.push("-g".into());
-        }
-        match &spec.target {
-            Target::System => args.push("-a".into()),
-            Target::Pid(p) => {
-                args.push("-p".into());
-                args.push(p.to_string());
-            }
-            Target::Command(_) => {}
-        }
+        let (event, event_note) = choose_event(spec.event, &perf)?;
+        let args = record_args(spec, event);
         perf::preflight(&perf, &args)?;
-
-        let dir = match &spec.output_dir {
-            Some(d) => {
-                std::fs::create_dir_all(d)
-                    .map_err(|e| ProfileError::io(format!("cannot create {}", d.display()), e))?;
-                d.clone()
-            }
-            None => tempfile::Builder::new()
-                .prefix("perflab-profile-")
-                .tempdir()
-                .map_err(|e| ProfileError::io("cannot make a temp dir", e))?
-                .keep(),
-        };
-        let data = dir.join("perf.data");
+        let data = output_dir(spec)?.join("perf.data");
         let mut cmd = Command::new(&perf);
         cmd.arg("record").args(&args).arg("-o").arg(&data);
         let mut deadline = None;
@@ -180,25 +138,7 @@ impl Profiler {
         } else {
             Stdio::null()
         });
-        match &spec.command_output {
-            CommandOutput::Inherit => {}
-            CommandOutput::Stderr => {
-                use std::os::fd::AsFd;
-                let fd = std::io::stderr()
-                    .as_fd()
-                    .try_clone_to_owned()
-                    .map_err(|e| ProfileError::io("cannot duplicate stderr", e))?;
-                cmd.stdout(Stdio::from(fd));
-            }
-            CommandOutput::File(p) => {
-                let f = std::fs::File::create(p)
-                    .map_err(|e| ProfileError::io(format!("cannot create {}", p.display()), e))?;
-                let f2 = f
-                    .try_clone()
-                    .map_err(|e| ProfileError::io(format!("cannot open {}", p.display()), e))?;
-                cmd.stdout(f).stderr(f2);
-            }
-        }
+        route_output(&mut cmd, &spec.command_output)?;
         // perflab ignores SIGPIPE (it writes to sockets); the profiled command must not
         // inherit that.
         // SAFETY: signal() is async-signal-safe.
@@ -223,6 +163,84 @@ impl Profiler {
             started: Instant::now(),
         })
     }
+}
+
+/// The event to sample, and a note when it is not the one asked for.
+fn choose_event(asked: Event, perf: &Path) -> Result<(&'static str, Option<String>)> {
+    Ok(match asked {
+        Event::CpuClock => ("cpu-clock", None),
+        Event::Cycles if perf::cycles_supported(perf) => ("cycles", None),
+        Event::Cycles => return Err(ProfileError::EventUnsupported),
+        Event::Auto if perf::cycles_supported(perf) => ("cycles", None),
+        Event::Auto => (
+            "cpu-clock",
+            Some("no hardware PMU, cycles not supported: sampled cpu-clock instead".to_string()),
+        ),
+    })
+}
+
+/// `perf record`'s options: event, frequency, call graphs, and what to record.
+fn record_args(spec: &ProfileSpec, event: &str) -> Vec<String> {
+    let mut args: Vec<String> = vec![
+        "-q".into(),
+        "-e".into(),
+        event.into(),
+        "-F".into(),
+        spec.frequency.to_string(),
+        "--sample-cpu".into(),
+    ];
+    if spec.call_graph {
+        args.push("-g".into());
+    }
+    match &spec.target {
+        Target::System => args.push("-a".into()),
+        Target::Pid(p) => {
+            args.push("-p".into());
+            args.push(p.to_string());
+        }
+        Target::Command(_) => {}
+    }
+    args
+}
+
+/// The directory perf.data goes to: the one asked for, or a new one that is kept.
+fn output_dir(spec: &ProfileSpec) -> Result<PathBuf> {
+    Ok(match &spec.output_dir {
+        Some(d) => {
+            std::fs::create_dir_all(d)
+                .map_err(|e| ProfileError::io(format!("cannot create {}", d.display()), e))?;
+            d.clone()
+        }
+        None => tempfile::Builder::new()
+            .prefix("perflab-profile-")
+            .tempdir()
+            .map_err(|e| ProfileError::io("cannot make a temp dir", e))?
+            .keep(),
+    })
+}
+
+/// Sends the profiled command's output where it was asked to go.
+fn route_output(cmd: &mut Command, output: &CommandOutput) -> Result<()> {
+    match output {
+        CommandOutput::Inherit => {}
+        CommandOutput::Stderr => {
+            use std::os::fd::AsFd;
+            let fd = std::io::stderr()
+                .as_fd()
+                .try_clone_to_owned()
+                .map_err(|e| ProfileError::io("cannot duplicate stderr", e))?;
+            cmd.stdout(Stdio::from(fd));
+        }
+        CommandOutput::File(p) => {
+            let f = std::fs::File::create(p)
+                .map_err(|e| ProfileError::io(format!("cannot create {}", p.display()), e))?;
+            let f2 = f
+                .try_clone()
+                .map_err(|e| ProfileError::io(format!("cannot open {}", p.display()), e))?;
+            cmd.stdout(f).stderr(f2);
+        }
+    }
+    Ok(())
 }
 
 fn validate(spec: &ProfileSpec) -> Result<()> {

@@ -2,9 +2,7 @@
 //! run, by finding id (`perflab_analysis::doctor` reads the trials' `doctor.json` and
 //! groups the findings; this module adds the config labels).
 
-pub use perflab_analysis::doctor::{
-    parse, rank, DoctorRow, DoctorSection, StoredFinding, TrialFindings,
-};
+use perflab_analysis::doctor::{DoctorRow, DoctorSection};
 
 use crate::data::ReportData;
 

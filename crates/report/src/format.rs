@@ -1,12 +1,10 @@
-//! Formatting for the Markdown and HTML outputs. Numbers are written by
-//! `perflab_analysis::format` (re-exported here), the same rules as the terminal's:
-//! mean ± CI, ratio [lo, hi] and p-values read alike in `perflab compare` and in a
-//! report. What is the report's own: sizes and durations in its header, and escaping
-//! for each target.
+//! Formatting for the Markdown and HTML outputs that is the report's own: sizes and
+//! durations in its header, and escaping for each target. Numbers are written by
+//! `perflab_analysis::format` (used directly by the renderers), the same rules as the
+//! terminal's: mean ± CI, ratio [lo, hi] and p-values read alike in `perflab compare`
+//! and in a report.
 
-pub use perflab_analysis::format::{
-    arrow, cv, level, mean_ci, num, p_value, ratio_ci, sig, value, with_unit, NONE,
-};
+use perflab_analysis::format::num;
 
 /// Bytes as GiB/MiB.
 pub fn bytes(b: u64) -> String {

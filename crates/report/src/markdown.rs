@@ -7,7 +7,8 @@ use std::fmt::Write;
 use perflab_analysis::interaction::grid;
 
 use crate::data::ReportData;
-use crate::format::{arrow, bytes, cv, duration, md_cell, mean_ci, num, ratio_ci, sig, value};
+use crate::format::{bytes, duration, md_cell};
+use perflab_analysis::format::{arrow, cv, mean_ci, num, ratio_ci, sig, value};
 
 /// The whole Markdown document.
 pub fn render(d: &ReportData) -> String {

@@ -120,123 +120,19 @@ impl Sample {
             }
         }
         if let Some(s) = &self.sched {
-            out.rate("sched.ctxt_per_s", "1/s", s.ctxt_per_s, Lower)
-                .max();
-            out.rate("sched.intr_per_s", "1/s", s.intr_per_s, Lower);
-            out.gauge("sched.procs_running", "count", s.procs_running, Lower)
-                .max();
-            out.gauge("sched.procs_blocked", "count", s.procs_blocked, Lower)
-                .max();
-            out.gauge("sched.loadavg_1", "count", s.loadavg_1, Lower);
-            out.gauge("sched.loadavg_5", "count", s.loadavg_5, Lower)
-                .series_only();
-            out.gauge("sched.loadavg_15", "count", s.loadavg_15, Lower)
-                .series_only();
+            sched_points(&mut out, s);
         }
         if let Some(m) = &self.memory {
-            out.gauge("memory.free_kb", "kB", m.free_kb, Higher);
-            out.gauge("memory.available_kb", "kB", m.available_kb, Higher);
-            out.gauge("memory.cached_kb", "kB", m.cached_kb, Higher)
-                .series_only();
-            out.gauge("memory.buffers_kb", "kB", m.buffers_kb, Higher)
-                .series_only();
-            out.gauge("memory.dirty_kb", "kB", m.dirty_kb, Lower).max();
-            out.gauge("memory.writeback_kb", "kB", m.writeback_kb, Lower)
-                .max();
-            out.gauge("memory.swap_used_kb", "kB", m.swap_used_kb, Lower)
-                .max();
-            out.rate(
-                "memory.swap_in_pages_per_s",
-                "pages/s",
-                m.swap_in_pages_per_s,
-                Lower,
-            );
-            out.rate(
-                "memory.swap_out_pages_per_s",
-                "pages/s",
-                m.swap_out_pages_per_s,
-                Lower,
-            );
-            out.rate("memory.page_in_kb_per_s", "kB/s", m.page_in_kb_per_s, Lower);
-            out.rate(
-                "memory.page_out_kb_per_s",
-                "kB/s",
-                m.page_out_kb_per_s,
-                Lower,
-            );
+            memory_points(&mut out, m);
         }
         for (dev, d) in &self.disks {
             disk_points(&mut out, dev, d);
         }
         if let Some(n) = &self.net {
-            for (name, _) in net::RATES {
-                if let Some(v) = n.rates.get(name) {
-                    // Traffic and connections served are throughput; the rest are errors.
-                    let throughput = (name.ends_with("segs_per_s") && !name.starts_with("retrans"))
-                        || name.contains("opens");
-                    let better = if throughput { Higher } else { Lower };
-                    out.rate(&format!("net.{name}"), "1/s", *v, better);
-                }
-            }
-            if let Some(v) = n.retrans_pct {
-                out.rate("net.retrans_pct", "%", v, Lower);
-            }
-            if let Some(v) = n.softnet_dropped_per_s {
-                out.rate("net.softnet_dropped_per_s", "1/s", v, Lower);
-            }
-            if let Some(v) = n.softnet_time_squeeze_per_s {
-                out.rate("net.softnet_time_squeeze_per_s", "1/s", v, Lower);
-            }
-            for i in &n.ifaces {
-                let p = format!("net.dev.{}", i.name);
-                out.rate(
-                    &format!("{p}.rx_bytes_per_s"),
-                    "B/s",
-                    i.rx_bytes_per_s,
-                    Higher,
-                );
-                out.rate(
-                    &format!("{p}.tx_bytes_per_s"),
-                    "B/s",
-                    i.tx_bytes_per_s,
-                    Higher,
-                );
-                out.rate(
-                    &format!("{p}.rx_packets_per_s"),
-                    "1/s",
-                    i.rx_packets_per_s,
-                    Higher,
-                );
-                out.rate(
-                    &format!("{p}.tx_packets_per_s"),
-                    "1/s",
-                    i.tx_packets_per_s,
-                    Higher,
-                );
-                out.rate(&format!("{p}.rx_drop_per_s"), "1/s", i.rx_drop_per_s, Lower);
-                out.rate(&format!("{p}.tx_drop_per_s"), "1/s", i.tx_drop_per_s, Lower);
-            }
+            net_points(&mut out, n);
         }
         if let Some(s) = &self.sockets {
-            for (name, max) in [
-                ("established", true),
-                ("syn_recv", true),
-                ("time_wait", true),
-                ("close_wait", true),
-                ("fin_wait2", false),
-                ("last_ack", false),
-                ("listen", false),
-            ] {
-                let p = out.gauge(
-                    &format!("sockets.{name}"),
-                    "count",
-                    s.state(name) as f64,
-                    Lower,
-                );
-                if max {
-                    p.max();
-                }
-            }
+            socket_points(&mut out, s);
         }
         if let Some(v) = self.process_close_wait {
             out.gauge("sockets.process_close_wait", "count", v as f64, Lower)
@@ -246,20 +142,149 @@ impl Sample {
             nfs_points(&mut out, n);
         }
         if let Some(p) = &self.process {
-            out.rate("process.cpu_pct", "%", p.cpu_pct, Lower).max();
-            out.cumulative("process.cpu_s", "s", p.cpu_s, Lower);
-            out.cumulative("process.user_s", "s", p.user_s, Lower);
-            out.cumulative("process.sys_s", "s", p.sys_s, Lower);
-            out.gauge("process.rss_kb", "kB", p.rss_kb, Lower).max();
-            out.gauge("process.threads", "count", p.threads, Lower)
-                .max();
-            out.gauge("process.fds", "count", p.fds, Lower).max();
-            out.gauge("process.procs", "count", p.procs, Lower).max();
-            out.rate("process.vol_ctxt_per_s", "1/s", p.vol_ctxt_per_s, Lower);
-            out.rate("process.invol_ctxt_per_s", "1/s", p.invol_ctxt_per_s, Lower);
+            process_points(&mut out, p);
         }
         out.0
     }
+}
+
+/// Context switches, interrupts, run queue and load averages.
+fn sched_points(out: &mut Points, s: &SchedRates) {
+    out.rate("sched.ctxt_per_s", "1/s", s.ctxt_per_s, Lower)
+        .max();
+    out.rate("sched.intr_per_s", "1/s", s.intr_per_s, Lower);
+    out.gauge("sched.procs_running", "count", s.procs_running, Lower)
+        .max();
+    out.gauge("sched.procs_blocked", "count", s.procs_blocked, Lower)
+        .max();
+    out.gauge("sched.loadavg_1", "count", s.loadavg_1, Lower);
+    out.gauge("sched.loadavg_5", "count", s.loadavg_5, Lower)
+        .series_only();
+    out.gauge("sched.loadavg_15", "count", s.loadavg_15, Lower)
+        .series_only();
+}
+
+/// Free, available and dirty memory, swap and paging.
+fn memory_points(out: &mut Points, m: &MemoryRates) {
+    out.gauge("memory.free_kb", "kB", m.free_kb, Higher);
+    out.gauge("memory.available_kb", "kB", m.available_kb, Higher);
+    out.gauge("memory.cached_kb", "kB", m.cached_kb, Higher)
+        .series_only();
+    out.gauge("memory.buffers_kb", "kB", m.buffers_kb, Higher)
+        .series_only();
+    out.gauge("memory.dirty_kb", "kB", m.dirty_kb, Lower).max();
+    out.gauge("memory.writeback_kb", "kB", m.writeback_kb, Lower)
+        .max();
+    out.gauge("memory.swap_used_kb", "kB", m.swap_used_kb, Lower)
+        .max();
+    out.rate(
+        "memory.swap_in_pages_per_s",
+        "pages/s",
+        m.swap_in_pages_per_s,
+        Lower,
+    );
+    out.rate(
+        "memory.swap_out_pages_per_s",
+        "pages/s",
+        m.swap_out_pages_per_s,
+        Lower,
+    );
+    out.rate("memory.page_in_kb_per_s", "kB/s", m.page_in_kb_per_s, Lower);
+    out.rate(
+        "memory.page_out_kb_per_s",
+        "kB/s",
+        m.page_out_kb_per_s,
+        Lower,
+    );
+}
+
+/// Protocol counters, softnet drops and per-interface traffic.
+fn net_points(out: &mut Points, n: &NetRates) {
+    for (name, _) in net::RATES {
+        if let Some(v) = n.rates.get(name) {
+            // Traffic and connections served are throughput; the rest are errors.
+            let throughput = (name.ends_with("segs_per_s") && !name.starts_with("retrans"))
+                || name.contains("opens");
+            let better = if throughput { Higher } else { Lower };
+            out.rate(&format!("net.{name}"), "1/s", *v, better);
+        }
+    }
+    if let Some(v) = n.retrans_pct {
+        out.rate("net.retrans_pct", "%", v, Lower);
+    }
+    if let Some(v) = n.softnet_dropped_per_s {
+        out.rate("net.softnet_dropped_per_s", "1/s", v, Lower);
+    }
+    if let Some(v) = n.softnet_time_squeeze_per_s {
+        out.rate("net.softnet_time_squeeze_per_s", "1/s", v, Lower);
+    }
+    for i in &n.ifaces {
+        let p = format!("net.dev.{}", i.name);
+        out.rate(
+            &format!("{p}.rx_bytes_per_s"),
+            "B/s",
+            i.rx_bytes_per_s,
+            Higher,
+        );
+        out.rate(
+            &format!("{p}.tx_bytes_per_s"),
+            "B/s",
+            i.tx_bytes_per_s,
+            Higher,
+        );
+        out.rate(
+            &format!("{p}.rx_packets_per_s"),
+            "1/s",
+            i.rx_packets_per_s,
+            Higher,
+        );
+        out.rate(
+            &format!("{p}.tx_packets_per_s"),
+            "1/s",
+            i.tx_packets_per_s,
+            Higher,
+        );
+        out.rate(&format!("{p}.rx_drop_per_s"), "1/s", i.rx_drop_per_s, Lower);
+        out.rate(&format!("{p}.tx_drop_per_s"), "1/s", i.tx_drop_per_s, Lower);
+    }
+}
+
+/// Sockets by TCP state.
+fn socket_points(out: &mut Points, s: &SocketCounts) {
+    for (name, max) in [
+        ("established", true),
+        ("syn_recv", true),
+        ("time_wait", true),
+        ("close_wait", true),
+        ("fin_wait2", false),
+        ("last_ack", false),
+        ("listen", false),
+    ] {
+        let p = out.gauge(
+            &format!("sockets.{name}"),
+            "count",
+            s.state(name) as f64,
+            Lower,
+        );
+        if max {
+            p.max();
+        }
+    }
+}
+
+/// The watched process tree: CPU, memory, threads, descriptors.
+fn process_points(out: &mut Points, p: &ProcessRates) {
+    out.rate("process.cpu_pct", "%", p.cpu_pct, Lower).max();
+    out.cumulative("process.cpu_s", "s", p.cpu_s, Lower);
+    out.cumulative("process.user_s", "s", p.user_s, Lower);
+    out.cumulative("process.sys_s", "s", p.sys_s, Lower);
+    out.gauge("process.rss_kb", "kB", p.rss_kb, Lower).max();
+    out.gauge("process.threads", "count", p.threads, Lower)
+        .max();
+    out.gauge("process.fds", "count", p.fds, Lower).max();
+    out.gauge("process.procs", "count", p.procs, Lower).max();
+    out.rate("process.vol_ctxt_per_s", "1/s", p.vol_ctxt_per_s, Lower);
+    out.rate("process.invol_ctxt_per_s", "1/s", p.invol_ctxt_per_s, Lower);
 }
 
 fn cpu_points(out: &mut Points, prefix: &str, c: &CpuPct, summarize: bool) {

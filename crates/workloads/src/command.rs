@@ -122,16 +122,70 @@ pub fn run_tree(
     exclude: &[i32],
 ) -> Result<TreeRun, WorkloadError> {
     let group = TreeGroup::create();
-    let fds = group.join_fds();
-    let cpus = ctx.cpus.as_ref().map(|c| c.to_raw());
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
     // Joining a cgroup (v1 above all) can wait for an RCU grace period, 5-20 ms, inside
     // the timed window: the child measures how long its join took and the wall time
     // leaves it out, so a 100 ms command does not read as 108 ms, give or take a tick.
     let join_cost = JoinCost::new();
+    prepare_child(&mut cmd, &group, ctx, &join_cost);
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let start = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| WorkloadError::Setup(format!("cannot start {program:?}: {e}")))?;
+    let root = child.id() as i32;
+    let join_s = join_cost.read_s();
+    let out_reader = reader(child.stdout.take());
+    let err_reader = reader(child.stderr.take());
+    let waited = wait_in_thread(root);
+    let mut watch = Watch::new(root, exclude, group.needs_rss_sampling(), start);
+    loop {
+        watch.tick(&waited);
+        watch.enforce_limits(ctx, &group);
+        let live_others = watch.scan(&group, leftovers);
+        if watch.root_done.is_some() {
+            if leftovers == Leftovers::Kill && live_others > 0 {
+                group.kill_all();
+            }
+            if live_others == 0 {
+                break;
+            }
+            watch.end = Instant::now();
+        }
+    }
+    let stdout = out_reader.join().unwrap_or_default();
+    let stderr = err_reader.join().unwrap_or_default();
+    watch.take_group_usage(&group);
+    let method = group.method();
+    drop(group);
+    let status = watch
+        .root_done
+        .and_then(|(st, _)| (st >= 0).then(|| std::os::unix::process::ExitStatusExt::from_raw(st)));
+    // `child` was reaped by the waiter thread; forget it without waiting again.
+    std::mem::forget(child);
+    Ok(TreeRun {
+        status,
+        wall_s: ((watch.end - start).as_secs_f64() - join_s).max(0.0),
+        user_s: watch.user,
+        sys_s: watch.sys,
+        peak_rss_bytes: watch.peak_rss,
+        max_process_rss_bytes: watch.max_proc,
+        method,
+        stdout,
+        stderr,
+        timed_out: watch.timed_out,
+        interrupted: watch.interrupted,
+    })
+}
+
+/// Pipes the output and, in the child before `exec`, gives it its own process group,
+/// joins the measured group (timing the join) and pins it.
+fn prepare_child(cmd: &mut Command, group: &TreeGroup, ctx: &TrialContext, join_cost: &JoinCost) {
+    let fds = group.join_fds();
+    let cpus = ctx.cpus.as_ref().map(|c| c.to_raw());
     let join_fd = join_cost.write_fd();
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     // SAFETY: the closure only calls async-signal-safe functions (setpgid, write,
     // getpid, clock_gettime, sched_setaffinity) on data prepared before fork.
     unsafe {
@@ -150,16 +204,13 @@ pub fn run_tree(
             Ok(())
         });
     }
-    let program = cmd.get_program().to_string_lossy().into_owned();
-    let start = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| WorkloadError::Setup(format!("cannot start {program:?}: {e}")))?;
-    let root = child.id() as i32;
-    let join_s = join_cost.read_s();
-    let out_reader = reader(child.stdout.take());
-    let err_reader = reader(child.stderr.take());
+}
 
+/// What the root's `wait4` gave: return code, status, usage, and when.
+type Waited = (i32, i32, libc::rusage, Instant);
+
+/// Waits for the root in a thread of its own, so the watch loop can go on ticking.
+fn wait_in_thread(root: i32) -> mpsc::Receiver<Waited> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let mut status = 0;
@@ -169,124 +220,143 @@ pub fn run_tree(
         let rc = unsafe { libc::wait4(root, &mut status, 0, &mut ru) };
         let _ = tx.send((rc, status, ru, Instant::now()));
     });
+    rx
+}
 
-    let me = std::process::id() as i32;
-    let exclude: HashSet<i32> = exclude.iter().copied().collect();
-    let sampling = group.needs_rss_sampling();
-    let (mut user, mut sys, mut peak_rss) = (0.0f64, 0.0f64, 0u64);
-    let mut max_proc = 0u64;
-    let mut root_done: Option<(i32, Instant)> = None;
-    let mut end = start;
-    let (mut timed_out, mut interrupted) = (false, false);
-    let mut killed = false;
-    loop {
-        if root_done.is_none() {
-            if let Ok((rc, status, ru, at)) = rx.recv_timeout(TICK) {
-                let (u, s, m) = tree::rusage_parts(&ru);
-                user += u;
-                sys += s;
-                max_proc = max_proc.max(m);
-                root_done = Some((if rc == root { status } else { -1 }, at));
-                end = at;
-            }
-        } else {
-            std::thread::sleep(TICK);
+/// The watch over a running tree: what it has used so far and how it ended.
+struct Watch {
+    root: i32,
+    me: i32,
+    exclude: HashSet<i32>,
+    /// The group cannot report peak memory: sample it from /proc.
+    sampling: bool,
+    start: Instant,
+    end: Instant,
+    user: f64,
+    sys: f64,
+    peak_rss: u64,
+    max_proc: u64,
+    /// The root's wait status (-1 when unknown) and when it exited.
+    root_done: Option<(i32, Instant)>,
+    timed_out: bool,
+    interrupted: bool,
+    killed: bool,
+}
+
+impl Watch {
+    fn new(root: i32, exclude: &[i32], sampling: bool, start: Instant) -> Watch {
+        Watch {
+            root,
+            me: std::process::id() as i32,
+            exclude: exclude.iter().copied().collect(),
+            sampling,
+            start,
+            end: start,
+            user: 0.0,
+            sys: 0.0,
+            peak_rss: 0,
+            max_proc: 0,
+            root_done: None,
+            timed_out: false,
+            interrupted: false,
+            killed: false,
         }
-        let kill_now = |killed: &mut bool| {
-            if !*killed {
-                // SAFETY: negative pid = the root's process group.
-                unsafe { libc::kill(-root, libc::SIGKILL) };
-                group.kill_all();
-                *killed = true;
-            }
-        };
-        if ctx.interrupted.load(Ordering::SeqCst) && !killed {
-            interrupted = true;
-            kill_now(&mut killed);
+    }
+
+    /// Waits one tick, for the root's exit while it runs.
+    fn tick(&mut self, waited: &mpsc::Receiver<Waited>) {
+        if self.root_done.is_some() {
+            std::thread::sleep(TICK);
+            return;
+        }
+        if let Ok((rc, status, ru, at)) = waited.recv_timeout(TICK) {
+            self.add_usage(tree::rusage_parts(&ru));
+            self.root_done = Some((if rc == self.root { status } else { -1 }, at));
+            self.end = at;
+        }
+    }
+
+    fn add_usage(&mut self, (u, s, m): (f64, f64, u64)) {
+        self.user += u;
+        self.sys += s;
+        self.max_proc = self.max_proc.max(m);
+    }
+
+    /// Kills the whole tree, once, on an interrupt or past the timeout.
+    fn enforce_limits(&mut self, ctx: &TrialContext, group: &TreeGroup) {
+        if ctx.interrupted.load(Ordering::SeqCst) && !self.killed {
+            self.interrupted = true;
+            self.kill_all(group);
         }
         if let Some(limit) = ctx.timeout {
-            if start.elapsed() > limit && !killed {
-                timed_out = true;
-                kill_now(&mut killed);
+            if self.start.elapsed() > limit && !self.killed {
+                self.timed_out = true;
+                self.kill_all(group);
             }
         }
-        // Look at the live tree: sample memory, reap adopted orphans.
-        let need_scan = sampling || root_done.is_some() || !group.has_cpu();
+    }
+
+    fn kill_all(&mut self, group: &TreeGroup) {
+        if !self.killed {
+            // SAFETY: negative pid = the root's process group.
+            unsafe { libc::kill(-self.root, libc::SIGKILL) };
+            group.kill_all();
+            self.killed = true;
+        }
+    }
+
+    /// Looks at the live tree: samples memory, reaps adopted orphans, kills leftovers
+    /// when asked. Returns how many processes besides the root still run.
+    fn scan(&mut self, group: &TreeGroup, leftovers: Leftovers) -> usize {
+        let need_scan = self.sampling || self.root_done.is_some() || !group.has_cpu();
         let mut live_others = 0usize;
         if need_scan {
             let procs = tree::all_processes();
-            let members = tree::tree_of(&procs, root, me, &exclude);
-            if sampling {
+            let members = tree::tree_of(&procs, self.root, self.me, &self.exclude);
+            if self.sampling {
                 let rss: u64 = members
                     .iter()
                     .filter(|p| !p.zombie)
                     .map(|p| p.rss_bytes)
                     .sum();
-                peak_rss = peak_rss.max(rss);
+                self.peak_rss = self.peak_rss.max(rss);
             }
             for p in &members {
-                if p.pid == root {
+                if p.pid == self.root {
                     continue;
                 }
-                if p.ppid == me && p.zombie {
+                if p.ppid == self.me && p.zombie {
                     if let Some((_, u, s, m)) = tree::try_reap(p.pid) {
-                        user += u;
-                        sys += s;
-                        max_proc = max_proc.max(m);
+                        self.add_usage((u, s, m));
                     }
                 } else if !p.zombie {
                     live_others += 1;
-                    if root_done.is_some() && (leftovers == Leftovers::Kill || killed) {
+                    if self.root_done.is_some() && (leftovers == Leftovers::Kill || self.killed) {
                         // SAFETY: kill a pid of our own tree.
                         unsafe { libc::kill(p.pid, libc::SIGKILL) };
                     }
                 }
             }
         }
-        if root_done.is_some() {
-            if group.has_cpu() {
-                live_others = live_others.max(group.pids().len());
+        if self.root_done.is_some() && group.has_cpu() {
+            live_others = live_others.max(group.pids().len());
+        }
+        live_others
+    }
+
+    /// The group's own accounting, where it has one, wins over the sums of waits.
+    fn take_group_usage(&mut self, group: &TreeGroup) {
+        if let Some((u, s, p)) = group.usage() {
+            self.user = u;
+            self.sys = s;
+            if let Some(p) = p {
+                self.peak_rss = p;
             }
-            if leftovers == Leftovers::Kill && live_others > 0 {
-                group.kill_all();
-            }
-            if live_others == 0 {
-                break;
-            }
-            end = Instant::now();
+        }
+        if group.needs_rss_sampling() {
+            self.peak_rss = self.peak_rss.max(self.max_proc);
         }
     }
-    let stdout = out_reader.join().unwrap_or_default();
-    let stderr = err_reader.join().unwrap_or_default();
-    if let Some((u, s, p)) = group.usage() {
-        user = u;
-        sys = s;
-        if let Some(p) = p {
-            peak_rss = p;
-        }
-    }
-    if group.needs_rss_sampling() {
-        peak_rss = peak_rss.max(max_proc);
-    }
-    let method = group.method();
-    drop(group);
-    let status = root_done
-        .and_then(|(st, _)| (st >= 0).then(|| std::os::unix::process::ExitStatusExt::from_raw(st)));
-    // `child` was reaped by the waiter thread; forget it without waiting again.
-    std::mem::forget(child);
-    Ok(TreeRun {
-        status,
-        wall_s: ((end - start).as_secs_f64() - join_s).max(0.0),
-        user_s: user,
-        sys_s: sys,
-        peak_rss_bytes: peak_rss,
-        max_process_rss_bytes: max_proc,
-        method,
-        stdout,
-        stderr,
-        timed_out,
-        interrupted,
-    })
 }
 
 /// CLOCK_MONOTONIC in nanoseconds (async-signal-safe, for `pre_exec`).

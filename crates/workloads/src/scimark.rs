@@ -172,17 +172,7 @@ pub fn build(lang: &str, opts: &BuildOptions) -> Result<Built, ScimarkError> {
         return Err(ScimarkError::UnknownLanguage(lang.into()));
     }
     let cflags = opts.cflags.clone().unwrap_or_else(|| "-O3".into());
-    let (tool, hint): (String, &str) = match lang {
-        "c" => (
-            std::env::var("CC").unwrap_or_else(|_| "gcc".into()),
-            "apt-get install gcc",
-        ),
-        "java" => ("javac".into(), "apt-get install default-jdk-headless"),
-        "rust" => ("cargo".into(), "install Rust with rustup"),
-        "go" => ("go".into(), "apt-get install golang-go"),
-        "js" => ("node".into(), "apt-get install nodejs"),
-        _ => ("python3".into(), "apt-get install python3"),
-    };
+    let (tool, hint) = toolchain(lang);
     let tool_path = need(lang, &tool, hint)?;
     let java = opts.java.clone().unwrap_or_else(|| "java".into());
     if lang == "java" {
@@ -192,7 +182,45 @@ pub fn build(lang: &str, opts: &BuildOptions) -> Result<Built, ScimarkError> {
             "apt-get install default-jre-headless, or pass --java PATH",
         )?;
     }
-    // The cache key: sources, flags, toolchain.
+    let dir = cache_dir(lang, &tool_path, &cflags, opts);
+    let stamp = dir.join(".built");
+    let src = dir.join("src");
+    let argv = run_argv(lang, &dir, &tool_path, &java, opts);
+    if stamp.exists() {
+        return Ok(Built {
+            lang: lang.into(),
+            argv,
+        });
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&src)
+        .map_err(|e| ScimarkError::Io(format!("{}: {e}", src.display())))?;
+    write_sources(lang, &src)?;
+    compile(lang, &tool_path, &cflags, &dir)?;
+    std::fs::write(&stamp, b"ok").map_err(|e| ScimarkError::Io(e.to_string()))?;
+    Ok(Built {
+        lang: lang.into(),
+        argv,
+    })
+}
+
+/// The tool that builds (or runs) a language's kernels, and how to install it.
+fn toolchain(lang: &str) -> (String, &'static str) {
+    match lang {
+        "c" => (
+            std::env::var("CC").unwrap_or_else(|_| "gcc".into()),
+            "apt-get install gcc",
+        ),
+        "java" => ("javac".into(), "apt-get install default-jdk-headless"),
+        "rust" => ("cargo".into(), "install Rust with rustup"),
+        "go" => ("go".into(), "apt-get install golang-go"),
+        "js" => ("node".into(), "apt-get install nodejs"),
+        _ => ("python3".into(), "apt-get install python3"),
+    }
+}
+
+/// The build's folder in the cache, keyed by the sources, the flags and the toolchain.
+fn cache_dir(lang: &str, tool_path: &Path, cflags: &str, opts: &BuildOptions) -> PathBuf {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     for (l, rel, text) in SOURCES.iter().filter(|(l, _, _)| *l == lang) {
         (l, rel, text).hash(&mut h);
@@ -201,14 +229,22 @@ pub fn build(lang: &str, opts: &BuildOptions) -> Result<Built, ScimarkError> {
     if lang == "c" {
         cflags.hash(&mut h);
     }
-    let dir = cache_root(opts).join(format!("{lang}-{:016x}", h.finish()));
-    let stamp = dir.join(".built");
+    cache_root(opts).join(format!("{lang}-{:016x}", h.finish()))
+}
+
+/// The command line that runs a built program.
+fn run_argv(
+    lang: &str,
+    dir: &Path,
+    tool_path: &Path,
+    java: &str,
+    opts: &BuildOptions,
+) -> Vec<String> {
     let src = dir.join("src");
-    let exe = dir.join("scimark");
-    let argv: Vec<String> = match lang {
-        "c" | "rust" | "go" => vec![exe.display().to_string()],
+    match lang {
+        "c" | "rust" | "go" => vec![dir.join("scimark").display().to_string()],
         "java" => {
-            let mut v = vec![java.clone()];
+            let mut v = vec![java.to_string()];
             v.extend(words(opts.jvm_flags.as_deref().unwrap_or("")));
             v.extend([
                 "-cp".into(),
@@ -225,63 +261,49 @@ pub fn build(lang: &str, opts: &BuildOptions) -> Result<Built, ScimarkError> {
             tool_path.display().to_string(),
             src.join("scimark.py").display().to_string(),
         ],
-    };
-    if stamp.exists() {
-        return Ok(Built {
-            lang: lang.into(),
-            argv,
-        });
     }
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&src)
-        .map_err(|e| ScimarkError::Io(format!("{}: {e}", src.display())))?;
-    write_sources(lang, &src)?;
+}
+
+/// Compiles the sources written under `dir/src` (nothing to do for the scripts).
+fn compile(lang: &str, tool_path: &Path, cflags: &str, dir: &Path) -> Result<(), ScimarkError> {
+    let src = dir.join("src");
+    let exe = dir.join("scimark");
+    let sources = |suffix: &str| {
+        SOURCES
+            .iter()
+            .filter(move |(l, r, _)| *l == lang && r.ends_with(suffix))
+            .map(|(_, rel, _)| src.join(rel))
+            .collect::<Vec<_>>()
+    };
+    let mut c = Command::new(tool_path);
     match lang {
         "c" => {
-            let mut c = Command::new(&tool_path);
-            c.args(words(&cflags)).arg("-o").arg(&exe);
-            for (_, rel, _) in SOURCES
-                .iter()
-                .filter(|(l, r, _)| *l == "c" && r.ends_with(".c"))
-            {
-                c.arg(src.join(rel));
-            }
+            c.args(words(cflags)).arg("-o").arg(&exe);
+            c.args(sources(".c"));
             c.arg("-lm");
-            run_build(lang, c)?;
+            run_build(lang, c)
         }
         "java" => {
-            let mut c = Command::new(&tool_path);
             c.arg("-d").arg(dir.join("classes"));
-            for (_, rel, _) in SOURCES
-                .iter()
-                .filter(|(l, r, _)| *l == "java" && r.ends_with(".java"))
-            {
-                c.arg(src.join(rel));
-            }
-            run_build(lang, c)?;
+            c.args(sources(".java"));
+            run_build(lang, c)
         }
         "rust" => {
-            let mut c = Command::new(&tool_path);
             c.args(["build", "--release", "--quiet", "--offline"])
                 .current_dir(&src)
                 .env("CARGO_TARGET_DIR", dir.join("target"))
                 .env_remove("RUSTFLAGS");
             run_build(lang, c)?;
             std::fs::copy(dir.join("target/release/scimark"), &exe)
-                .map_err(|e| ScimarkError::Io(format!("copy the Rust kernel binary: {e}")))?;
+                .map(|_| ())
+                .map_err(|e| ScimarkError::Io(format!("copy the Rust kernel binary: {e}")))
         }
         "go" => {
-            let mut c = Command::new(&tool_path);
             c.args(["build", "-o"]).arg(&exe).arg(".").current_dir(&src);
-            run_build(lang, c)?;
+            run_build(lang, c)
         }
-        _ => {}
+        _ => Ok(()),
     }
-    std::fs::write(&stamp, b"ok").map_err(|e| ScimarkError::Io(e.to_string()))?;
-    Ok(Built {
-        lang: lang.into(),
-        argv,
-    })
 }
 
 /// Runs a built program as a measured trial and parses its output line.

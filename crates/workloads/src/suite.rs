@@ -72,6 +72,15 @@ pub struct Item {
 }
 
 impl Item {
+    fn new(name: String, group: &'static str, score: &'static str, what: What) -> Item {
+        Item {
+            name,
+            group,
+            score,
+            what,
+        }
+    }
+
     /// A program the item needs on the PATH (`cc`, `java`, `nginx`), if any.
     pub fn needs(&self) -> Option<&'static str> {
         match &self.what {
@@ -85,15 +94,18 @@ impl Item {
 
 /// Every item of the suite, full or quick, in run order.
 pub fn catalogue(quick: bool) -> Vec<Item> {
+    let mut out = mem_items(quick);
+    out.extend(net_items(quick));
+    out.extend(compress_items(quick));
+    out.extend(crypto_items(quick));
+    out.extend(scimark_items(quick));
+    out.extend(http_items(quick));
+    out
+}
+
+/// Memory bandwidth: `mem.OP.BLOCK` per block size, with `.all` on every CPU.
+fn mem_items(quick: bool) -> Vec<Item> {
     let mut out = Vec::new();
-    let mut add = |name: String, group: &'static str, score: &'static str, what: What| {
-        out.push(Item {
-            name,
-            group,
-            score,
-            what,
-        })
-    };
     let mem_time = if quick { 0.1 } else { 0.3 };
     // (op, block, threads): `mem.OP.BLOCK`, with `.all` on every CPU.
     let mut mem = |op: &str, block: &str, threads: usize| {
@@ -104,12 +116,12 @@ pub fn catalogue(quick: bool) -> Vec<Item> {
             min_time: mem_time,
         };
         let all = if threads == 0 { ".all" } else { "" };
-        add(
+        out.push(Item::new(
             format!("mem.{op}.{block}{all}"),
             "mem",
             "gb_s",
             What::Kind(KindSpec::Mem(spec)),
-        );
+        ));
     };
     let blocks = if quick { MEM_BLOCKS_QUICK } else { MEM_BLOCKS };
     for op in ["write", "read", "copy"] {
@@ -125,22 +137,34 @@ pub fn catalogue(quick: bool) -> Vec<Item> {
     }
     mem("write", "256M", 0);
     mem("copy", "256M", 0);
+    out
+}
+
+/// Loopback network: a stream's bandwidth and request/response transactions.
+fn net_items(quick: bool) -> Vec<Item> {
     let net_time = if quick { 0.5 } else { 2.0 };
-    for (mode, score) in [("stream", "mb_s"), ("rr", "transactions_s")] {
-        let spec = NetSpec {
-            mode: mode.into(),
-            peer: None,
-            streams: 1,
-            duration: net_time,
-            size: 1,
-        };
-        add(
-            format!("net.{mode}"),
-            "net",
-            score,
-            What::Kind(KindSpec::Net(spec)),
-        );
-    }
+    [("stream", "mb_s"), ("rr", "transactions_s")]
+        .into_iter()
+        .map(|(mode, score)| {
+            let spec = NetSpec {
+                mode: mode.into(),
+                peer: None,
+                streams: 1,
+                duration: net_time,
+                size: 1,
+            };
+            Item::new(
+                format!("net.{mode}"),
+                "net",
+                score,
+                What::Kind(KindSpec::Net(spec)),
+            )
+        })
+        .collect()
+}
+
+/// Compression speed per algorithm, on every CPU, and the study's gzip -9 of zeros.
+fn compress_items(quick: bool) -> Vec<Item> {
     let size = ByteSize(if quick { 8 << 20 } else { 64 << 20 });
     let compress = |algorithm: &str, level: Option<i32>, data: &str, threads: usize| {
         What::Kind(KindSpec::Compress(CompressSpec {
@@ -151,27 +175,35 @@ pub fn catalogue(quick: bool) -> Vec<Item> {
             threads,
         }))
     };
-    for alg in ["gzip", "zstd", "lz4"] {
-        add(
-            format!("compress.{alg}"),
-            "compress",
-            "compress_mb_s",
-            compress(alg, None, "text", 1),
-        );
-    }
-    add(
+    let mut out: Vec<Item> = ["gzip", "zstd", "lz4"]
+        .into_iter()
+        .map(|alg| {
+            Item::new(
+                format!("compress.{alg}"),
+                "compress",
+                "compress_mb_s",
+                compress(alg, None, "text", 1),
+            )
+        })
+        .collect();
+    out.push(Item::new(
         "compress.zstd.all".into(),
         "compress",
         "compress_mb_s",
         compress("zstd", None, "text", 0),
-    );
+    ));
     // The study's own row: gzip -9 of zeros.
-    add(
+    out.push(Item::new(
         "compress.gzip-9.zeros".into(),
         "compress",
         "compress_mb_s",
         compress("gzip", Some(9), "zeros", 1),
-    );
+    ));
+    out
+}
+
+/// Signatures per second and cipher/hash bandwidth.
+fn crypto_items(quick: bool) -> Vec<Item> {
     let crypto_time = if quick { 0.2 } else { 1.0 };
     let crypto = |algorithm: &str, threads: usize| {
         What::Kind(KindSpec::Crypto(CryptoSpec {
@@ -181,6 +213,7 @@ pub fn catalogue(quick: bool) -> Vec<Item> {
             min_time: crypto_time,
         }))
     };
+    let mut out = Vec::new();
     for alg in [
         "rsa2048-sign",
         "rsa4096-sign",
@@ -188,49 +221,73 @@ pub fn catalogue(quick: bool) -> Vec<Item> {
         "ecdsap256-sign",
         "ed25519-sign",
     ] {
-        add(format!("crypto.{alg}"), "crypto", "ops_s", crypto(alg, 1));
+        out.push(Item::new(
+            format!("crypto.{alg}"),
+            "crypto",
+            "ops_s",
+            crypto(alg, 1),
+        ));
     }
     for alg in ["sha256", "aes-256-gcm", "chacha20-poly1305"] {
-        add(format!("crypto.{alg}"), "crypto", "mb_s", crypto(alg, 1));
+        out.push(Item::new(
+            format!("crypto.{alg}"),
+            "crypto",
+            "mb_s",
+            crypto(alg, 1),
+        ));
     }
-    add(
+    out.push(Item::new(
         "crypto.rsa2048-sign.all".into(),
         "crypto",
         "ops_s",
         crypto("rsa2048-sign", 0),
-    );
-    for lang in ["c", "java"] {
-        let spec = ScimarkSpec {
-            lang: lang.into(),
-            size: "default".into(),
-            min_time: Some(if quick { 0.1 } else { 0.5 }),
-            cflags: None,
-            jvm_flags: None,
-            java: None,
-            kernels: None,
-        };
-        add(
-            format!("scimark.{lang}"),
-            "scimark",
-            "composite_mflops",
-            What::Kind(KindSpec::Scimark(spec)),
-        );
-    }
+    ));
+    out
+}
+
+/// SciMark's composite in C and Java.
+fn scimark_items(quick: bool) -> Vec<Item> {
+    ["c", "java"]
+        .into_iter()
+        .map(|lang| {
+            let spec = ScimarkSpec {
+                lang: lang.into(),
+                size: "default".into(),
+                min_time: Some(if quick { 0.1 } else { 0.5 }),
+                cflags: None,
+                jvm_flags: None,
+                java: None,
+                kernels: None,
+            };
+            Item::new(
+                format!("scimark.{lang}"),
+                "scimark",
+                "composite_mflops",
+                What::Kind(KindSpec::Scimark(spec)),
+            )
+        })
+        .collect()
+}
+
+/// Requests per second of perflab's own server and nginx, under the same load.
+fn http_items(quick: bool) -> Vec<Item> {
     let load = serde_json::json!({
         "connections": 10,
         "threads": 1,
         "duration": if quick { "2s" } else { "5s" },
         "warmup": if quick { "500ms" } else { "1s" },
     });
-    for (name, server) in [("perflab-serve", Server::Perflab), ("nginx", Server::Nginx)] {
-        add(
-            format!("http.{name}"),
-            "http",
-            "rps",
-            What::Http(server, load.clone()),
-        );
-    }
-    out
+    [("perflab-serve", Server::Perflab), ("nginx", Server::Nginx)]
+        .into_iter()
+        .map(|(name, server)| {
+            Item::new(
+                format!("http.{name}"),
+                "http",
+                "rps",
+                What::Http(server, load.clone()),
+            )
+        })
+        .collect()
 }
 
 /// The item called `name`, or an error listing the names.

@@ -662,7 +662,7 @@ fn checker<'a>(loc: &Locator<'a>, matrix: &[Param]) -> Checker<'a> {
         names: matrix.iter().map(|p| p.name.clone()).collect(),
         sample: matrix
             .iter()
-            .map(|p| (p.name.clone(), crate::plan::value_text(&p.values[0])))
+            .map(|p| (p.name.clone(), perflab_store::value_text(&p.values[0])))
             .chain(
                 [
                     ("repetition", "1"),

@@ -365,7 +365,7 @@ impl Runner<'_> {
         let mut v: BTreeMap<String, String> = self.configs[t.config]
             .params
             .iter()
-            .map(|(k, val)| (k.clone(), plan::value_text(val)))
+            .map(|(k, val)| (k.clone(), perflab_store::value_text(val)))
             .collect();
         v.insert("repetition".into(), t.repetition.to_string());
         v.insert("trial".into(), t.ordinal.to_string());
@@ -475,7 +475,7 @@ impl Runner<'_> {
     /// (repetitions done by every config, the least precise primary metric as
     /// (config, metric, CI half-width / |mean|)), from the store.
     fn precision(&self) -> (u32, Option<(String, String, f64)>) {
-        let Ok(summary) = crate::summary::summarize_run(self.store, self.run_id, 0.95) else {
+        let Ok(summary) = crate::precision::summarize_run(self.store, self.run_id, 0.95) else {
             return (0, None);
         };
         let named: Vec<String> = self.exp.workload.metric_names();
@@ -499,7 +499,7 @@ impl Runner<'_> {
                 };
                 let p = if p.is_finite() { p } else { f64::INFINITY };
                 if worst.as_ref().is_none_or(|w| p > w.2) {
-                    worst = Some((crate::summary::params_label(&c.params), m.name.clone(), p));
+                    worst = Some((perflab_store::params_label(&c.params), m.name.clone(), p));
                 }
             }
         }

@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use super::{colour, domain, esc, labelled, nice_ticks, open, unit_paren, x_axis, Frame};
 use crate::data::MetricSample;
-use crate::format::{num, with_unit};
+use perflab_analysis::format::{num, with_unit};
 
 /// One metric over every config: `(config label, its samples if it has the metric)`.
 pub fn chart(

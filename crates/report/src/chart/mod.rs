@@ -18,7 +18,8 @@ pub mod stacked;
 
 use std::fmt::Write;
 
-use crate::format::{esc, num};
+use crate::format::esc;
+use perflab_analysis::format::num;
 
 /// Series colours, readable on light and dark backgrounds.
 pub const PALETTE: [&str; 8] = [

@@ -18,7 +18,7 @@ use super::{
     domain, esc, labelled, legend_coloured, legend_width, legend_y, nice_ticks, open, x_axis,
     y_axis, Frame,
 };
-use crate::format::with_unit;
+use perflab_analysis::format::with_unit;
 
 /// Colour of the total line where the page's CSS (`svg.chart .total`, the text
 /// colour, light or dark) does not reach, e.g. the SVG opened on its own.

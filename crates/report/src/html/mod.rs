@@ -11,7 +11,8 @@ use perflab_analysis::interaction::grid;
 
 use crate::chart::{dots, latency};
 use crate::data::ReportData;
-use crate::format::{arrow, bytes, cv, duration, esc, mean_ci, num, ratio_ci, sig, value};
+use crate::format::{bytes, duration, esc};
+use perflab_analysis::format::{arrow, cv, mean_ci, num, ratio_ci, sig, value};
 
 mod profile;
 mod suite;

@@ -6,7 +6,8 @@ use std::fmt::Write;
 use super::head;
 use crate::chart::series;
 use crate::data::ReportData;
-use crate::format::{esc, num, value};
+use crate::format::esc;
+use perflab_analysis::format::{num, value};
 
 /// The monitor's view: per-config summaries, then one trial's series over time.
 pub(super) fn section(o: &mut String, d: &ReportData) {

@@ -9,8 +9,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{
-    per_s, suggest, sysctl_fix, thousands, Checked, Context, Finding, Observation, Rule, RuleKind,
-    Severity,
+    per_s, suggest, sysctl_fix, thousands, Checked, Context, Finding, Listener, Observation, Rule,
+    RuleKind, Severity,
 };
 use crate::counter::delta;
 
@@ -95,28 +95,7 @@ fn listen_overflows(b: &Observation, a: &Observation, _: &Context) -> Checked {
     if ov == 0 && dr == 0 {
         return c;
     }
-    let t = secs(b, a);
-    let rate = ov.max(dr) as f64 / t;
-    let sev = if rate >= OVERFLOWS_CRITICAL_PER_S {
-        Severity::Critical
-    } else {
-        Severity::Warn
-    };
-    let somaxconn = a.sysctl_u64("net.core.somaxconn");
-    let s = suggest(somaxconn.unwrap_or(0).saturating_mul(2), 4096, 65_535);
-    let counters = format!(
-        "TcpExt.ListenOverflows +{} and ListenDrops +{} in {} ({})",
-        thousands(ov),
-        thousands(dr),
-        over(t),
-        per_s(rate)
-    );
-    let why = "the accept queue of a listener was full: the program accepts connections \
-               more slowly than they arrive, or its backlog is too small for the bursts. The \
-               kernel then drops the handshakes that complete (and new SYNs), and clients \
-               wait for retransmits after 1 s, 3 s, 7 s or give up with a reset — the \
-               connection failures of the nginx study at ~400 clients";
-    let somaxconn_fix = sysctl_fix("net.core.somaxconn", &s.to_string());
+    let o = Overflows::new(b, a, ov, dr);
     let mut full: Vec<_> = a
         .sockets
         .iter()
@@ -126,9 +105,66 @@ fn listen_overflows(b: &Observation, a: &Observation, _: &Context) -> Checked {
     full.sort_by_key(|l| (l.port, l.inode));
     let mut ports = BTreeSet::new();
     for l in full {
-        if !ports.insert(l.port) {
-            continue;
+        if ports.insert(l.port) {
+            c.push(o.full_port(a, l));
         }
+    }
+    if c.findings.is_empty() {
+        c.push(o.unnamed_port(a));
+    }
+    c
+}
+
+/// What every listen-overflow finding of one watch shares: the counters, how bad,
+/// why it matters, and the somaxconn to suggest.
+struct Overflows {
+    sev: Severity,
+    somaxconn: Option<u64>,
+    /// The backlog to suggest.
+    suggested: u64,
+    counters: String,
+    somaxconn_fix: String,
+}
+
+/// Why a full accept queue matters.
+const OVERFLOWS_WHY: &str = "the accept queue of a listener was full: the program accepts \
+     connections more slowly than they arrive, or its backlog is too small for the bursts. \
+     The kernel then drops the handshakes that complete (and new SYNs), and clients wait \
+     for retransmits after 1 s, 3 s, 7 s or give up with a reset — the connection \
+     failures of the nginx study at ~400 clients";
+
+impl Overflows {
+    fn new(b: &Observation, a: &Observation, ov: u64, dr: u64) -> Overflows {
+        let t = secs(b, a);
+        let rate = ov.max(dr) as f64 / t;
+        let sev = if rate >= OVERFLOWS_CRITICAL_PER_S {
+            Severity::Critical
+        } else {
+            Severity::Warn
+        };
+        let somaxconn = a.sysctl_u64("net.core.somaxconn");
+        let suggested = suggest(somaxconn.unwrap_or(0).saturating_mul(2), 4096, 65_535);
+        let counters = format!(
+            "TcpExt.ListenOverflows +{} and ListenDrops +{} in {} ({})",
+            thousands(ov),
+            thousands(dr),
+            over(t),
+            per_s(rate)
+        );
+        let somaxconn_fix = sysctl_fix("net.core.somaxconn", &suggested.to_string());
+        Overflows {
+            sev,
+            somaxconn,
+            suggested,
+            counters,
+            somaxconn_fix,
+        }
+    }
+
+    /// The finding for a listener seen full: its port, its program, and the backlog to
+    /// raise (the program's, and somaxconn when it caps it).
+    fn full_port(&self, a: &Observation, l: &Listener) -> Finding {
+        let (s, somaxconn, somaxconn_fix) = (self.suggested, self.somaxconn, &self.somaxconn_fix);
         let backlog = l.backlog.unwrap_or(0);
         let capped = somaxconn == Some(backlog);
         let pid = l.pids.first().copied();
@@ -151,29 +187,30 @@ fn listen_overflows(b: &Observation, a: &Observation, _: &Context) -> Checked {
                     .unwrap_or_else(|| "?".into())
             )
         };
-        c.push(
-            Finding::new(
-                LISTEN_OVERFLOWS.id,
-                sev,
-                format!(
-                    "{counters}; the accept queue of port {}{who} was full: {} waiting, \
-                     backlog {backlog}{}",
-                    l.port,
-                    l.peak_queue,
-                    if capped {
-                        " (= net.core.somaxconn)"
-                    } else {
-                        ""
-                    }
-                ),
-                why,
-                fix,
-            )
-            .with_pid(pid, pid.and_then(|p| a.comm(p)))
-            .with_port(l.port),
-        );
+        Finding::new(
+            LISTEN_OVERFLOWS.id,
+            self.sev,
+            format!(
+                "{}; the accept queue of port {}{who} was full: {} waiting, \
+                 backlog {backlog}{}",
+                self.counters,
+                l.port,
+                l.peak_queue,
+                if capped {
+                    " (= net.core.somaxconn)"
+                } else {
+                    ""
+                }
+            ),
+            OVERFLOWS_WHY,
+            fix,
+        )
+        .with_pid(pid, pid.and_then(|p| a.comm(p)))
+        .with_port(l.port)
     }
-    if c.findings.is_empty() {
+
+    /// The finding when no listener was seen full: the counters, and why no port.
+    fn unnamed_port(&self, a: &Observation) -> Finding {
         let backlogs_known = a
             .sockets
             .as_ref()
@@ -183,18 +220,18 @@ fn listen_overflows(b: &Observation, a: &Observation, _: &Context) -> Checked {
         } else {
             "which port is unknown: listener backlogs need netlink sock_diag"
         };
-        c.push(Finding::new(
+        Finding::new(
             LISTEN_OVERFLOWS.id,
-            sev,
-            format!("{counters}; {note}"),
-            why,
+            self.sev,
+            format!("{}; {note}", self.counters),
+            OVERFLOWS_WHY,
             format!(
-                "{somaxconn_fix}; and raise the backlog of the busy listener (`ss -lnt`: \
-                 Recv-Q is its queue, Send-Q its backlog)"
+                "{}; and raise the backlog of the busy listener (`ss -lnt`: \
+                 Recv-Q is its queue, Send-Q its backlog)",
+                self.somaxconn_fix
             ),
-        ));
+        )
     }
-    c
 }
 
 fn softnet_drops(b: &Observation, a: &Observation, _: &Context) -> Checked {

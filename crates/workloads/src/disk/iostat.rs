@@ -9,10 +9,8 @@
 //! delta of the weighted time in queue over the interval, `%util` the delta of the time
 //! the device was busy over the interval (capped at 100, as iostat prints it).
 
+use perflab_telemetry::disk::DiskStats;
 use serde::Serialize;
-
-/// One line of `/proc/diskstats`, read by telemetry's parser (the one in perflab).
-pub use perflab_telemetry::disk::DiskStats;
 
 /// Finds `device` in the text of `/proc/diskstats`.
 pub fn parse_line(text: &str, device: &str) -> Option<DiskStats> {

@@ -78,7 +78,6 @@ pub struct Target {
 /// Resolves PATH, checks what can be checked there, and creates the file.
 pub fn prepare(spec: &DiskSpec) -> Result<Target, DiskError> {
     let path = &spec.path;
-    let bad = |m: String| Err(DiskError::Invalid(m));
     let meta = match std::fs::metadata(path) {
         Ok(m) => Some(m),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
@@ -93,15 +92,21 @@ pub fn prepare(spec: &DiskSpec) -> Result<Target, DiskError> {
         .as_ref()
         .is_some_and(|m| m.file_type().is_block_device());
     if spec.i_know_this_destroys_data.is_some() && !is_blk {
-        return bad(format!(
+        return Err(DiskError::Invalid(format!(
             "`i_know_this_destroys_data` is only for block devices, and {} is not one",
             path.display()
-        ));
+        )));
     }
     if is_blk {
         return prepare_device(spec, meta.as_ref().map(|m| m.rdev()).unwrap_or(0));
     }
     let file = file_to_create(path, meta.as_ref())?;
+    prepare_file(spec, file)
+}
+
+/// Finds the file's directory's file system and device, creates the file, and learns
+/// the alignment O_DIRECT needs there.
+fn prepare_file(spec: &DiskSpec, file: PathBuf) -> Result<Target, DiskError> {
     let dir = match file.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -120,46 +125,10 @@ pub fn prepare(spec: &DiskSpec) -> Result<Target, DiskError> {
             )?;
         }
     }
-    let created = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&file)
-        .map_err(|e| match e.kind() {
-            io::ErrorKind::AlreadyExists => DiskError::Invalid(format!(
-                "{} exists: perflab disk never overwrites a file; give a new name",
-                file.display()
-            )),
-            _ => DiskError::io(format!("cannot create {}", file.display()), e),
-        })?;
+    let created = create_new(&file)?;
     let guard = FileGuard::new(file.clone());
-    let (mut dio_align, mut source_desc) = (None, String::new());
-    if let Some(d) = &device {
-        dio_align = Some(d.logical_block_size);
-        source_desc = format!("the logical block size of /dev/{}", d.name);
-    }
-    match statx_dio_align(&created) {
-        Some(0) if spec.direct => {
-            return bad(format!(
-                "the file system at {} ({}) does not support O_DIRECT: drop `direct` or use another directory",
-                dir.display(),
-                fs_type.as_deref().unwrap_or("unknown")
-            ))
-        }
-        Some(a) if a > 0 => {
-            dio_align = Some(dio_align.unwrap_or(0).max(a));
-            source_desc = format!(
-                "the direct-I/O alignment of {} on {} (statx dio_offset_align {a}{})",
-                fs_type.as_deref().unwrap_or("the file system"),
-                dir.display(),
-                device
-                    .as_ref()
-                    .map(|d| format!(", logical block size of /dev/{} {}", d.name, d.logical_block_size))
-                    .unwrap_or_default()
-            );
-        }
-        _ => {}
-    }
+    let (dio_align, source_desc) =
+        dio_alignment(spec, &created, dir, fs_type.as_deref(), device.as_ref())?;
     drop(created);
     if spec.direct {
         if let Some(a) = dio_align {
@@ -176,6 +145,60 @@ pub fn prepare(spec: &DiskSpec) -> Result<Target, DiskError> {
         dio_align,
         dio_align_source: source_desc,
     })
+}
+
+/// Creates `file`, which must not exist: perflab never overwrites a file.
+fn create_new(file: &Path) -> Result<File, DiskError> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(file)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::AlreadyExists => DiskError::Invalid(format!(
+                "{} exists: perflab disk never overwrites a file; give a new name",
+                file.display()
+            )),
+            _ => DiskError::io(format!("cannot create {}", file.display()), e),
+        })
+}
+
+/// The alignment O_DIRECT needs for the created file, and where it was learned: the
+/// larger of the device's logical block size and the file system's statx figure.
+fn dio_alignment(
+    spec: &DiskSpec,
+    created: &File,
+    dir: &Path,
+    fs_type: Option<&str>,
+    device: Option<&BlockDevice>,
+) -> Result<(Option<u32>, String), DiskError> {
+    let (mut dio_align, mut source_desc) = (None, String::new());
+    if let Some(d) = device {
+        dio_align = Some(d.logical_block_size);
+        source_desc = format!("the logical block size of /dev/{}", d.name);
+    }
+    match statx_dio_align(created) {
+        Some(0) if spec.direct => {
+            return Err(DiskError::Invalid(format!(
+                "the file system at {} ({}) does not support O_DIRECT: drop `direct` or use another directory",
+                dir.display(),
+                fs_type.unwrap_or("unknown")
+            )))
+        }
+        Some(a) if a > 0 => {
+            dio_align = Some(dio_align.unwrap_or(0).max(a));
+            source_desc = format!(
+                "the direct-I/O alignment of {} on {} (statx dio_offset_align {a}{})",
+                fs_type.unwrap_or("the file system"),
+                dir.display(),
+                device
+                    .map(|d| format!(", logical block size of /dev/{} {}", d.name, d.logical_block_size))
+                    .unwrap_or_default()
+            );
+        }
+        _ => {}
+    }
+    Ok((dio_align, source_desc))
 }
 
 /// The file to create for PATH: a fresh name inside a directory, or PATH itself when

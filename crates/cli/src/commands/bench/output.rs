@@ -5,12 +5,11 @@
 use std::cell::Cell;
 use std::io::Write;
 
+use perflab_analysis::format::{mean_pm, p_value as p_text, ratio_ci, value};
 use perflab_lab::runner::Observer;
 use perflab_store::{RunId, Store};
 
 use super::export::Outcome;
-use super::stats::{p_text, ratio_ci};
-use crate::format::{mean_pm, value};
 
 fn pm(o: &Outcome, i: usize, metric: &str) -> String {
     match o.results[i].stat(metric) {

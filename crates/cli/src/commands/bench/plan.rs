@@ -194,7 +194,7 @@ pub fn combinations(params: &[Param]) -> Vec<Vec<(String, String)>> {
         .map(|c| {
             c.params
                 .iter()
-                .map(|(k, v)| (k.clone(), perflab_lab::plan::value_text(v)))
+                .map(|(k, v)| (k.clone(), perflab_store::value_text(v)))
                 .collect()
         })
         .collect()

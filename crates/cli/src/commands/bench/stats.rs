@@ -5,8 +5,6 @@
 use std::collections::BTreeMap;
 
 use perflab_analysis::compare::{against_baseline, Baseline};
-/// How ratios with their interval and p-values print everywhere in perflab.
-pub use perflab_analysis::format::{p_value as p_text, ratio_ci};
 use perflab_analysis::{CompareOptions, Outcome};
 use perflab_store::{RunId, Store};
 use serde_json::Value;

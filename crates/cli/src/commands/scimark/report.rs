@@ -6,13 +6,14 @@
 use comfy_table::{Cell, CellAlignment, Table};
 use perflab_analysis::compare::{against_baseline, Baseline, Candidate};
 use perflab_analysis::summary::{summarize_run, ConfigSummary};
+use perflab_analysis::format::sig;
 use perflab_analysis::{CompareOptions, Outcome};
 use perflab_store::{RunId, Store};
 use perflab_workloads::scimark::{Output, KERNELS};
 use serde_json::{json, Map, Value};
 
 use super::Checked;
-use crate::format::{sig, STYLE};
+use crate::format::STYLE;
 
 /// (column name, metric name): the kernels, then the composite.
 fn metric_names() -> Vec<(String, String)> {

@@ -5,10 +5,11 @@
 use std::process::ExitCode;
 
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
+use perflab_analysis::format;
 use perflab_analysis::suite::{self, Comparison};
 
 use crate::exit::InvalidInput;
-use crate::format::{self, STYLE};
+use crate::format::STYLE;
 use crate::Global;
 
 /// Two machine-suite runs side by side: B/A per item with its 95% interval, the

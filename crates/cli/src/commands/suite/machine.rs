@@ -6,15 +6,17 @@
 use std::process::ExitCode;
 
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
+use perflab_analysis::format;
 use perflab_analysis::suite::{self, Row};
 use perflab_lab::experiment::{Draft, Order, Repetitions};
+use perflab_workloads::command::which;
 use perflab_workloads::cpuset::CpuSet;
 use perflab_workloads::spec::Kind;
 use perflab_workloads::suite::{catalogue, Item, SuiteSpec, GROUPS};
 
 use crate::commands::oneliner;
 use crate::exit::{self, InvalidInput};
-use crate::format::{self, STYLE};
+use crate::format::STYLE;
 use crate::Global;
 
 /// Run the machine suite: memory bandwidth by block size, TCP throughput and
@@ -77,7 +79,7 @@ fn pick(a: &MachineArgs) -> Result<(Vec<Item>, Skipped), InvalidInput> {
     let mut skipped = Vec::new();
     for i in all.into_iter().filter(wanted) {
         match i.needs() {
-            Some(p) if perflab_lab::env::which(p).is_none() && !nginx_in_sbin(p) => {
+            Some(p) if which(p).is_none() && !nginx_in_sbin(p) => {
                 skipped.push((i.name, format!("{p} not found")))
             }
             _ => run.push(i),
