@@ -9,6 +9,7 @@ use crate::slo::Slo;
 use crate::spec::{parse_header, HttpVersion, IoChoice, LoadSpec, Ramp, RampOver};
 use crate::threshold::Threshold;
 use crate::units::{parse_duration, parse_fraction, parse_rate};
+use perflab_units::Phrase;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -211,9 +212,9 @@ impl LoadSpec {
             ("find_max", self.find_max),
         ];
         if let Some((field, _)) = local.iter().find(|(_, set)| *set) {
-            return Err(SpecError::Conflict(format!(
-                "`{field}` cannot be sent to another host (it names a local file, or is a \
-                 ramp or a knee search)"
+            return Err(SpecError::Conflict(Phrase::field(field).then(
+                " cannot be sent to another host (it names a local file, or is a ramp or a \
+                 knee search)",
             )));
         }
         let secs = |d: Duration| format!("{}ns", d.as_nanos());

@@ -13,6 +13,7 @@ use crate::targets::{self, TargetDef};
 use crate::tls::{client_config, server_name, TlsTarget};
 use crate::url::{Scheme, Target};
 use perflab_h2::{frame, hpack};
+use perflab_units::Phrase;
 use rustls::pki_types::ServerName;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
@@ -93,20 +94,22 @@ pub(crate) fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
             let mut words = line.split_whitespace();
             let url = words.next().unwrap_or_default();
             if words.next().is_some() || (url.contains('=') && !url.contains("://")) {
-                return Err(SpecError::Conflict(format!(
-                    "{}:{}: `{line}`: only one URL per line is read here; a method, a body \
+                return Err(SpecError::Conflict(
+                    format!(
+                        "{}:{}: `{line}`: only one URL per line is read here; a method, a body \
                      or a siege variable would be dropped, so nothing is sent",
-                    path.display(),
-                    n + 1
-                )));
+                        path.display(),
+                        n + 1
+                    )
+                    .into(),
+                ));
             }
             urls.push(url.to_string());
         }
         if urls.is_empty() {
-            return Err(SpecError::Conflict(format!(
-                "the URL file `{}` has no URL",
-                path.display()
-            )));
+            return Err(SpecError::Conflict(
+                format!("the URL file `{}` has no URL", path.display()).into(),
+            ));
         }
     }
     let body = match (&spec.body, &spec.body_file) {
@@ -192,9 +195,13 @@ pub(crate) fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
     let any_tls = tls_names.iter().any(Option::is_some);
     if spec.streams > 1 && spec.http == HttpVersion::Auto && !any_tls {
         return Err(SpecError::Conflict(
-            "`streams` multiplexes HTTP/2, and plain http:// URLs speak HTTP/1.1 unless \
-             HTTP/2 is asked for: add `--http2` (h2c with prior knowledge)"
-                .into(),
+            Phrase::field("streams")
+                .then(
+                    " multiplexes HTTP/2, and plain http:// URLs speak HTTP/1.1 unless HTTP/2 \
+                     is asked for: add ",
+                )
+                .and_setting("http", "2")
+                .then(" (h2c with prior knowledge)"),
         ));
     }
     let alpn: &[&[u8]] = match spec.http {
@@ -231,7 +238,7 @@ pub(crate) fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
     }
     if spec.io == IoChoice::Uring {
         if let Some(why) = uring_misfit(spec, groups.iter().any(|g| g.tls.is_some())) {
-            return Err(SpecError::Conflict(why.into()));
+            return Err(SpecError::Conflict(why));
         }
     }
     for g in &mut groups {

@@ -102,7 +102,7 @@ fn experiment_text(a: &CompressArgs) -> Result<String, InvalidInput> {
     let spec: CompressSpec = serde_json::from_value(sample)
         .map_err(|e| InvalidInput(format!("--size {:?}: {e}", a.size)))?;
     spec.validate()
-        .map_err(|e| InvalidInput(crate::exit::as_flags(&e, &[])))?;
+        .map_err(|e| InvalidInput(e.render(&|f| perflab_units::flag_for(&[], f))))?;
     Ok(text)
 }
 

@@ -80,10 +80,9 @@ pub fn run(g: &Global, a: &NetArgs) -> anyhow::Result<ExitCode> {
         size: a.size,
     };
     spec.validate().map_err(|e| {
-        InvalidInput(crate::exit::as_flags(
-            &e,
-            &[("streams", "-P"), ("peer", "PEER")],
-        ))
+        InvalidInput(
+            e.render(&|f| perflab_units::flag_for(&[("streams", "-P"), ("peer", "PEER")], f)),
+        )
     })?;
     oneliner::runs(a.runs)?;
     // An unreachable peer is a run that cannot start (exit 1), said once, up front.
