@@ -10,6 +10,10 @@ use perflab_store::RunId;
 pub struct Progress {
     bar: ProgressBar,
     quiet: bool,
+    /// How the command at hand pins CPUs, for the noise warning.
+    pin: &'static str,
+    /// The flag that keeps measuring failing commands, for a failed trial's hint.
+    allow_failure: Option<&'static str>,
 }
 
 impl Progress {
@@ -29,7 +33,25 @@ impl Progress {
             )
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
-        Progress { bar, quiet }
+        Progress {
+            bar,
+            quiet,
+            pin: "cpus = \"1\" in the experiment file",
+            allow_failure: None,
+        }
+    }
+
+    /// A failed command's hint names `flag` (e.g. `-i`) rather than the file's key.
+    pub fn allowing_failure_with(self, flag: &'static str) -> Progress {
+        Progress {
+            allow_failure: Some(flag),
+            ..self
+        }
+    }
+
+    /// The noise warning names `pin` (e.g. `--cpus 1`): how this command pins CPUs.
+    pub fn pinning_with(self, pin: &'static str) -> Progress {
+        Progress { pin, ..self }
     }
 
     fn say(&self, line: &str) {
@@ -63,6 +85,13 @@ impl Observer for Progress {
         self.bar.set_position(index as u64 + 1);
         if let Some(e) = error {
             if e != "interrupted" {
+                let e = match self.allow_failure {
+                    Some(flag) => e.replace(
+                        perflab_workloads::command::FAILURE_HINT,
+                        &format!("(run with {flag} if that is expected)"),
+                    ),
+                    None => e.to_string(),
+                };
                 let mut lines = e.lines();
                 let first = lines.next().unwrap_or("");
                 let rest: Vec<&str> = lines.collect();
@@ -74,6 +103,10 @@ impl Observer for Progress {
                 self.say(&msg);
             }
         }
+    }
+
+    fn noisy(&self, n: &perflab_lab::noise::Noisy) {
+        self.warn(&n.message(self.pin));
     }
 
     fn warn(&self, message: &str) {

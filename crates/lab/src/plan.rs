@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::experiment::{Experiment, Order};
+use crate::experiment::{Experiment, Order, Param};
 
 /// One point of the matrix.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,8 +54,14 @@ pub struct PlannedTrial {
 
 /// All configs of an experiment.
 pub fn configs(exp: &Experiment) -> Vec<Config> {
+    product(&exp.matrix)
+}
+
+/// The configs of a matrix: its cartesian product, the first parameter varying
+/// slowest (also how `perflab bench` orders its parameters, as hyperfine does).
+pub fn product(matrix: &[Param]) -> Vec<Config> {
     let mut out = vec![Vec::new()];
-    for p in &exp.matrix {
+    for p in matrix {
         let mut next = Vec::with_capacity(out.len() * p.values.len());
         for prefix in &out {
             for v in &p.values {

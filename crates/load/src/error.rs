@@ -79,6 +79,22 @@ impl SpecError {
         }
     }
 
+    /// The error as a [`Phrase`], its option kept as a field, for a caller that passes
+    /// it on (a workload kind's options check).
+    pub fn phrase(&self) -> Phrase {
+        match self {
+            SpecError::InvalidValue {
+                field,
+                value,
+                expected,
+            } => Phrase::text("invalid ")
+                .and_field(field)
+                .then(format!(" `{value}`: expected {expected}")),
+            SpecError::Conflict(p) => p.clone(),
+            other => Phrase::text(other.to_string()),
+        }
+    }
+
     /// The message with each option named by `name` (a command's flag for the field);
     /// the `Display` form names them as an experiment file does.
     pub fn render(&self, name: &dyn Fn(&str) -> String) -> String {

@@ -194,6 +194,15 @@ impl TryFrom<RawSpec> for LoadSpec {
 }
 
 impl LoadSpec {
+    /// The spec from its file form (an experiment's table as JSON), with the typed
+    /// error of the check — what `Deserialize` turns into text. A value of the wrong
+    /// type or an unknown key is serde's message, as words.
+    pub fn from_json(v: serde_json::Value) -> Result<LoadSpec, SpecError> {
+        let raw: RawSpec =
+            serde_json::from_value(v).map_err(|e| SpecError::Conflict(e.to_string().into()))?;
+        LoadSpec::try_from(raw)
+    }
+
     /// The table form of this spec — what [`LoadSpec`]'s `Deserialize` reads back —
     /// for sending a spec to another process (a distributed load's agents). Only what
     /// travels is written: thresholds and SLOs are judged where the results meet, and

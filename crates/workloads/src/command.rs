@@ -14,6 +14,10 @@ use crate::metrics::MetricSpec;
 use crate::tree::{self, TreeGroup};
 use crate::{ArtifactData, Measurement, MetricValue, TrialContext, Workload, WorkloadError};
 
+/// What a failed command's message says to keep measuring it; a command line that
+/// has a flag for it says its flag instead (`perflab bench -i`).
+pub const FAILURE_HINT: &str = "(set allow_failure = true if that is expected)";
+
 /// Most output kept per stream; beyond it the rest is read and dropped.
 const OUTPUT_CAP: usize = 32 << 20;
 /// How often the tree is checked (timeouts, interrupts, /proc samples).
@@ -445,7 +449,7 @@ impl Workload for CommandWorkload {
                 .unwrap_or_else(|| "unknown status".into());
             return fail(
                 format!(
-                    "command {:?} failed with {how} (set allow_failure = true if that is expected); last output:\n{}",
+                    "command {:?} failed with {how} {FAILURE_HINT}; last output:\n{}",
                     program,
                     run.tail(20)
                 ),

@@ -18,6 +18,8 @@ use serde::{Deserialize, Serialize};
 use crate::command::{run_tree, which, Leftovers};
 use crate::{Measurement, MetricValue, TrialContext, Workload, WorkloadError};
 
+pub mod preflight;
+
 include!(concat!(env!("OUT_DIR"), "/scimark_sources.rs"));
 
 /// Languages, in the order results are shown.

@@ -1,7 +1,9 @@
 //! From `perflab bench` arguments to an experiment: the benchmarked commands with their
-//! parameters expanded, the shell rules checked, and the experiment file text that the
-//! lab's own parser reads — so a bench is an ordinary experiment run by the one runner
-//! (docs/architecture.md), stored with its file text and resumable like any other.
+//! parameters expanded (by the lab's matrix product and templates, `plan::product`
+//! and `Template`), the shell rules checked, and the experiment value (`file.rs`) that
+//! the lab's own parser reads back — so a bench is an ordinary experiment run by the
+//! one runner (docs/architecture.md), stored with its file text and resumable like
+//! any other.
 //!
 //! Two shapes of matrix, chosen so the store keeps as much structure as it can:
 //! - one command with `-L`/`-P` parameters (and no shell, or `sh`): the parameters are
@@ -11,7 +13,9 @@
 //!   run (parameters already substituted), rendered verbatim through `{command}`. A
 //!   value is never templated again, so braces in commands need no escaping.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+
+use perflab_lab::template::Template;
 
 use crate::exit::InvalidInput;
 
@@ -77,6 +81,8 @@ pub struct Spec {
     pub setup: Option<String>,
     pub cleanup: Option<String>,
     pub ignore_failure: bool,
+    /// `--cpus`: the CPUs every run is pinned to.
+    pub cpus: Option<String>,
 }
 
 /// Repetitions per command.
@@ -172,30 +178,37 @@ fn check_name(name: &str) -> Result<(), InvalidInput> {
     Ok(())
 }
 
-/// Every combination of parameter values, the first parameter varying slowest (the
-/// order of the lab's matrix).
+/// Every combination of parameter values, the first parameter varying slowest: the
+/// lab's own matrix product (`perflab_lab::plan::product`), so a bench's configs and
+/// its benches come in the same order.
 pub fn combinations(params: &[Param]) -> Vec<Vec<(String, String)>> {
-    let mut out = vec![Vec::new()];
-    for p in params {
-        out = out
-            .iter()
-            .flat_map(|prefix: &Vec<(String, String)>| {
-                p.values.iter().map(move |v| {
-                    let mut c = prefix.clone();
-                    c.push((p.name.clone(), v.clone()));
-                    c
-                })
-            })
-            .collect();
-    }
-    out
+    let matrix: Vec<perflab_lab::experiment::Param> = params
+        .iter()
+        .map(|p| perflab_lab::experiment::Param {
+            name: p.name.clone(),
+            values: p.values.iter().map(|v| v.as_str().into()).collect(),
+        })
+        .collect();
+    perflab_lab::plan::product(&matrix)
+        .into_iter()
+        .map(|c| {
+            c.params
+                .iter()
+                .map(|(k, v)| (k.clone(), perflab_lab::plan::value_text(v)))
+                .collect()
+        })
+        .collect()
 }
 
-/// `{NAME}` replaced by each parameter's value, as hyperfine does.
+/// `{NAME}` replaced by each parameter's value, as hyperfine does: rendered by the
+/// lab's templates, every other brace kept as written.
 pub fn substitute(text: &str, combo: &[(String, String)]) -> String {
-    combo.iter().fold(text.to_string(), |t, (k, v)| {
-        t.replace(&format!("{{{k}}}"), v)
-    })
+    let names: Vec<String> = combo.iter().map(|(k, _)| k.clone()).collect();
+    let vars: BTreeMap<String, String> = combo.iter().cloned().collect();
+    let escaped = super::file::escape_braces(text, &names);
+    Template::parse(&escaped, &|n| names.iter().any(|m| m == n))
+        .map(|t| t.render(&vars))
+        .unwrap_or_else(|_| text.to_string())
 }
 
 /// The benches in run order: the reference first, then for each combination of

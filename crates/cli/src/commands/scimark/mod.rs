@@ -1,6 +1,7 @@
 //! `perflab scimark`: SciMark 2 in several languages. Each language is built and
-//! verified against C first (a broken one is dropped with its error); the timed rounds
-//! are then an experiment over `lang` — built here as a file in memory, run by the lab
+//! verified against C first by the library's pre-flight (a broken one is dropped with
+//! its error); the timed rounds are then an experiment over `lang` — built here as a
+//! typed value (`Draft`) and serialised, run by the lab
 //! runner like any `perflab run` (interleaved, stored trial by trial, Ctrl-C, `--resume`)
 //! — and the tables are read back from the store: MFLOPS with intervals, and each
 //! language's ratio to C as an analysis comparison with baseline `lang=c`.
@@ -8,15 +9,17 @@
 mod report;
 
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::Context;
-use perflab_lab::experiment::Experiment;
+use perflab_lab::experiment::{Draft, Experiment};
 use perflab_lab::runner::{self, RunOptions};
 use perflab_store::Store;
-use perflab_workloads::scimark::{self, BuildOptions, Output, KERNELS, LANGS};
-use perflab_workloads::{TrialContext, WorkloadError};
+use perflab_workloads::scimark::preflight::{self, Checked};
+use perflab_workloads::scimark::{self, BuildOptions, ScimarkSpec, KERNELS, LANGS};
+use perflab_workloads::spec::Kind;
+use perflab_workloads::TrialContext;
 
 use crate::exit::{self, InvalidInput};
 use crate::progress::Progress;
@@ -85,13 +88,6 @@ fn parse_min_time(s: &str) -> Result<f64, String> {
     Ok(d.as_secs_f64())
 }
 
-/// A language as the pre-flight left it: verified (its output), or why not.
-pub(crate) struct Checked {
-    pub name: String,
-    pub verify: Option<Output>,
-    pub error: Option<String>,
-}
-
 pub fn run(g: &Global, a: &ScimarkArgs) -> anyhow::Result<ExitCode> {
     check_args(a)?;
     let flag = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
@@ -99,7 +95,7 @@ pub fn run(g: &Global, a: &ScimarkArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot open the store {}", g.store.display()))?;
     let (exp, langs, resume) = match a.resume {
         Some(id) => {
-            let exp = perflab_lab::resume::stored_experiment(&store, id, &["scimark"])
+            let exp = perflab_lab::resume::stored_experiment(&store, id, Some("scimark"))
                 .map_err(exit::resume_error)?;
             (exp, Vec::new(), Some(id))
         }
@@ -118,12 +114,7 @@ pub fn run(g: &Global, a: &ScimarkArgs) -> anyhow::Result<ExitCode> {
                 report::print(&doc, a.json, a.confidence)?;
                 return Ok(ExitCode::from(exit::FAILURES));
             }
-            let text = experiment_file(a, &ok);
-            (
-                Experiment::parse(std::path::Path::new("perflab-scimark.toml"), &text)?,
-                langs,
-                None,
-            )
+            (experiment(a, &ok)?, langs, None)
         }
     };
     if !g.quiet {
@@ -174,8 +165,9 @@ fn check_args(a: &ScimarkArgs) -> Result<(), InvalidInput> {
     Ok(())
 }
 
-/// Builds every language and verifies it against C (built for the purpose when not
-/// asked for); a failure drops that language with its error. None: interrupted.
+/// Builds every language and verifies it against C (the library's pre-flight,
+/// `perflab_workloads::scimark::preflight`), saying which it builds and what failed.
+/// None: interrupted.
 fn preflight(
     g: &Global,
     a: &ScimarkArgs,
@@ -193,90 +185,64 @@ fn preflight(
         jvm_flags: a.jvm_flags.clone(),
         java: a.java.clone(),
     };
-    let vopts = scimark::RunOptions {
+    let ropts = scimark::RunOptions {
         large: a.large,
-        verify_only: true,
         kernels: a.kernels.clone(),
         ..Default::default()
     };
-    let mut langs: Vec<Checked> = Vec::new();
-    for name in &a.lang {
+    let mut building = |name: &str| {
         if !g.quiet {
             eprintln!("scimark: building {name}…");
         }
-        let mut l = Checked {
-            name: name.clone(),
-            verify: None,
-            error: None,
-        };
-        match scimark::build(name, &bopts).map(|b| scimark::run(&b, &vopts, &ctx)) {
-            Ok(Ok((out, _))) => l.verify = Some(out),
-            Ok(Err(WorkloadError::Interrupted)) => return Ok(None),
-            Ok(Err(e)) => l.error = Some(e.to_string()),
-            Err(e) => l.error = Some(e.to_string()),
-        }
-        langs.push(l);
-    }
-    if flag.load(Ordering::SeqCst) {
-        return Ok(None);
-    }
-    let reference: Option<Output> = match langs.iter().find(|l| l.name == "c") {
-        Some(c) => c.verify.clone(),
-        None => scimark::build("c", &bopts)
-            .ok()
-            .and_then(|b| scimark::run(&b, &vopts, &ctx).ok())
-            .map(|(o, _)| o),
     };
-    for l in &mut langs {
-        let Some(out) = &l.verify else { continue };
-        let check = match &reference {
-            Some(r) => scimark::agree(r, out),
-            None => scimark::self_check(out),
-        };
-        if let Err(e) = check {
-            l.error = Some(format!("{}: verification failed: {e}", l.name));
-        }
-    }
+    let Some(langs) = preflight::preflight(&a.lang, &bopts, &ropts, &ctx, &mut building) else {
+        return Ok(None);
+    };
     for e in langs.iter().filter_map(|l| l.error.as_ref()) {
         eprintln!("error: {e}");
     }
     Ok(Some(langs))
 }
 
-/// The timed rounds as an experiment file: the matrix is the verified languages, the
+/// The timed rounds as an experiment: the matrix is the verified languages, the
 /// workload `kind = "scimark"` with this command's options.
-fn experiment_file(a: &ScimarkArgs, langs: &[&str]) -> String {
-    let q = |s: &str| toml::Value::String(s.to_string()).to_string();
-    let list = |v: &[&str]| {
-        format!(
-            "[{}]",
-            v.iter().map(|s| q(s)).collect::<Vec<_>>().join(", ")
-        )
+fn experiment(a: &ScimarkArgs, langs: &[&str]) -> anyhow::Result<Experiment> {
+    crate::commands::oneliner::experiment(&draft(a, langs)?)
+}
+
+/// [`experiment`] as a value.
+fn draft(a: &ScimarkArgs, langs: &[&str]) -> Result<Draft, InvalidInput> {
+    let spec = ScimarkSpec {
+        lang: langs.first().copied().unwrap_or("c").to_string(),
+        size: if a.large { "large" } else { "default" }.to_string(),
+        min_time: Some(a.min_time),
+        cflags: Some(a.cflags.clone()),
+        jvm_flags: a.jvm_flags.clone(),
+        java: a.java.clone(),
+        kernels: a.kernels.clone(),
     };
-    let mut w = vec![
-        "kind = \"scimark\"".to_string(),
-        "lang = \"{lang}\"".to_string(),
-        "size = \"{size}\"".to_string(),
-        format!("min_time = {:?}", a.min_time),
-        format!("cflags = {}", q(&a.cflags)),
-    ];
-    if let Some(f) = &a.jvm_flags {
-        w.push(format!("jvm_flags = {}", q(f)));
-    }
-    if let Some(j) = &a.java {
-        w.push(format!("java = {}", q(j)));
-    }
-    if let Some(k) = &a.kernels {
-        let k: Vec<&str> = k.iter().map(String::as_str).collect();
-        w.push(format!("kernels = {}", list(&k)));
-    }
-    format!(
-        "[experiment]\nname = {}\nrepetitions = {}\nwarmup = 0\norder = \"interleaved\"\nnoise_check = false\n\n\
-         [matrix]\nlang = {}\nsize = [{}]\n\n[workload]\n{}\n",
-        q(&format!("scimark {}", a.lang.join(","))),
-        a.repeat,
-        list(langs),
-        q(if a.large { "large" } else { "default" }),
-        w.join("\n")
+    let size = spec.size.clone();
+    let draft = Draft::new(
+        &format!("scimark {}", a.lang.join(",")),
+        Kind::Scimark,
+        &spec,
     )
+    .and_then(|d| d.vary("lang", langs.to_vec()))
+    .and_then(|d| d.vary("size", vec![size]))
+    .map_err(crate::commands::oneliner::usage)?;
+    Ok(crate::commands::oneliner::fixed(draft, a.repeat, 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::commands::oneliner::round_trip;
+
+    #[test]
+    fn the_experiment_reads_back_as_built() {
+        let a = round_trip::args(&["--lang", "c,java", "--min-time", "500ms", "--repeat", "2"]);
+        let e = round_trip::check(&super::draft(&a, &["c", "java"]).unwrap());
+        assert_eq!(e.config_count(), 2);
+        let a = round_trip::args(&["--large", "--kernels", "fft,lu", "--java", "/x/java"]);
+        round_trip::check(&super::draft(&a, &["java"]).unwrap());
+    }
 }
