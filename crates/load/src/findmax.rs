@@ -65,7 +65,10 @@ pub(crate) fn run(
     base: &Phase,
     ctx: &mut RunContext<'_>,
 ) -> Result<Report, LoadError> {
-    let slo = spec.slo.as_ref().ok_or_else(crate::spec::needs_slo)?;
+    let slo = spec
+        .slo
+        .as_ref()
+        .ok_or_else(crate::spec::conflict::needs_slo)?;
     let ceiling = spec.ramp.as_ref().map(|r| r.end);
     let mut rate = spec
         .rate

@@ -13,7 +13,6 @@ use crate::targets::{self, TargetDef};
 use crate::tls::{client_config, server_name, TlsTarget};
 use crate::url::{Scheme, Target};
 use perflab_h2::{frame, hpack};
-use perflab_units::Phrase;
 use rustls::pki_types::ServerName;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
@@ -194,15 +193,7 @@ pub(crate) fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
     // loading the system trust store takes milliseconds.
     let any_tls = tls_names.iter().any(Option::is_some);
     if spec.streams > 1 && spec.http == HttpVersion::Auto && !any_tls {
-        return Err(SpecError::Conflict(
-            Phrase::field("streams")
-                .then(
-                    " multiplexes HTTP/2, and plain http:// URLs speak HTTP/1.1 unless HTTP/2 \
-                     is asked for: add ",
-                )
-                .and_setting("http", "2")
-                .then(" (h2c with prior knowledge)"),
-        ));
+        return Err(crate::spec::conflict::streams_need_h2());
     }
     let alpn: &[&[u8]] = match spec.http {
         HttpVersion::Auto => &[b"h2", b"http/1.1"],

@@ -332,21 +332,10 @@ impl LoadSpec {
             ));
         }
         if self.streams > 1 && self.http == HttpVersion::Http1 {
-            return Err(SpecError::Conflict(
-                Phrase::field("streams")
-                    .then(" multiplexes HTTP/2; HTTP/1.1 was forced (drop ")
-                    .and_setting("http", "1.1")
-                    .then(", or use ")
-                    .and_field("pipeline")
-                    .then(")"),
-            ));
+            return Err(conflict::streams_on_http1());
         }
         if self.pipeline > 1 && self.http == HttpVersion::Http2 {
-            return Err(SpecError::Conflict(
-                Phrase::field("pipeline")
-                    .then(" is HTTP/1.1's; HTTP/2 sends concurrent requests as ")
-                    .and_field("streams"),
-            ));
+            return Err(conflict::pipeline_on_http2());
         }
         if self.requests == Some(0) {
             return Err(SpecError::value(
@@ -381,44 +370,19 @@ impl LoadSpec {
             ));
         }
         if !self.is_closed_loop() && self.pipeline > 1 {
-            return Err(SpecError::Conflict(
-                Phrase::text("pipelining is for closed-loop runs only (drop ")
-                    .and_field("pipeline")
-                    .then(" or ")
-                    .and_field("rate")
-                    .then(")"),
-            ));
+            return Err(conflict::pipeline_open_loop());
         }
         if self.rate.is_some() && self.requests.is_some() {
-            return Err(SpecError::Conflict(
-                Phrase::text("a request count (")
-                    .and_field("requests")
-                    .then(") is for closed-loop runs; use a duration (")
-                    .and_field("duration")
-                    .then(") with ")
-                    .and_field("rate"),
-            ));
+            return Err(conflict::requests_with_rate());
         }
         if self.find_max && self.slo.is_none() {
-            return Err(needs_slo());
+            return Err(conflict::needs_slo());
         }
         if (self.find_max || self.ramp.is_some()) && self.requests.is_some() {
-            return Err(SpecError::Conflict(
-                Phrase::text("a request count (")
-                    .and_field("requests")
-                    .then(") cannot be combined with ")
-                    .and_field("ramp")
-                    .then(" or ")
-                    .and_field("find_max"),
-            ));
+            return Err(conflict::requests_with_ramp());
         }
         if self.insecure && self.cacert.is_some() {
-            return Err(SpecError::Conflict(
-                Phrase::field("insecure")
-                    .then(" skips certificate verification, so ")
-                    .and_field("cacert")
-                    .then(" would be ignored: give one of them"),
-            ));
+            return Err(conflict::insecure_with_cacert());
         }
         if self.find_max && matches!(&self.ramp, Some(r) if r.over == RampOver::Connections) {
             return Err(SpecError::Conflict(
@@ -439,14 +403,92 @@ impl LoadSpec {
     }
 }
 
-/// `find_max` without an SLO.
-pub(crate) fn needs_slo() -> SpecError {
-    SpecError::Conflict(
-        Phrase::field("find_max")
-            .then(" needs an SLO, like ")
-            .and_field("slo")
-            .then(" 'p99<20ms'"),
-    )
+/// The options that cannot go together, said with their fields.
+pub(crate) mod conflict {
+    use super::{Phrase, SpecError};
+
+    /// `find_max` without an SLO.
+    pub(crate) fn needs_slo() -> SpecError {
+        SpecError::Conflict(
+            Phrase::field("find_max")
+                .then(" needs an SLO, like ")
+                .and_field("slo")
+                .then(" 'p99<20ms'"),
+        )
+    }
+
+    /// `streams` on plain http:// without HTTP/2 asked for.
+    pub(crate) fn streams_need_h2() -> SpecError {
+        SpecError::Conflict(
+            Phrase::field("streams")
+                .then(
+                    " multiplexes HTTP/2, and plain http:// URLs speak HTTP/1.1 unless HTTP/2 \
+                     is asked for: add ",
+                )
+                .and_setting("http", "2")
+                .then(" (h2c with prior knowledge)"),
+        )
+    }
+
+    pub(super) fn streams_on_http1() -> SpecError {
+        SpecError::Conflict(
+            Phrase::field("streams")
+                .then(" multiplexes HTTP/2; HTTP/1.1 was forced (drop ")
+                .and_setting("http", "1.1")
+                .then(", or use ")
+                .and_field("pipeline")
+                .then(")"),
+        )
+    }
+
+    pub(super) fn pipeline_on_http2() -> SpecError {
+        SpecError::Conflict(
+            Phrase::field("pipeline")
+                .then(" is HTTP/1.1's; HTTP/2 sends concurrent requests as ")
+                .and_field("streams"),
+        )
+    }
+
+    pub(super) fn pipeline_open_loop() -> SpecError {
+        SpecError::Conflict(
+            Phrase::text("pipelining is for closed-loop runs only (drop ")
+                .and_field("pipeline")
+                .then(" or ")
+                .and_field("rate")
+                .then(")"),
+        )
+    }
+
+    pub(super) fn requests_with_rate() -> SpecError {
+        SpecError::Conflict(
+            Phrase::text("a request count (")
+                .and_field("requests")
+                .then(") is for closed-loop runs; use a duration (")
+                .and_field("duration")
+                .then(") with ")
+                .and_field("rate"),
+        )
+    }
+
+    pub(super) fn requests_with_ramp() -> SpecError {
+        SpecError::Conflict(
+            Phrase::text("a request count (")
+                .and_field("requests")
+                .then(") cannot be combined with ")
+                .and_field("ramp")
+                .then(" or ")
+                .and_field("find_max"),
+        )
+    }
+
+    pub(super) fn insecure_with_cacert() -> SpecError {
+        SpecError::Conflict(
+            Phrase::field("insecure")
+                .then(" skips certificate verification, so ")
+                .and_field("cacert")
+                .then(" would be ignored: give one of them"),
+        )
+    }
 }
 
 fn positive(field: &'static str, v: usize) -> Result<(), SpecError> {

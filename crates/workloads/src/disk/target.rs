@@ -120,21 +120,7 @@ pub fn prepare(spec: &DiskSpec) -> Result<Target, DiskError> {
             )?;
         }
     }
-    let created = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&file)
-        .map_err(|e| match e.kind() {
-            io::ErrorKind::AlreadyExists => DiskError::Invalid(
-                format!(
-                    "{} exists: perflab disk never overwrites a file; give a new name",
-                    file.display()
-                )
-                .into(),
-            ),
-            _ => DiskError::io(format!("cannot create {}", file.display()), e),
-        })?;
+    let created = create_new(&file)?;
     let guard = FileGuard::new(file.clone());
     let (mut dio_align, mut source_desc) = (None, String::new());
     if let Some(d) = &device {
@@ -184,6 +170,25 @@ pub fn prepare(spec: &DiskSpec) -> Result<Target, DiskError> {
         dio_align,
         dio_align_source: source_desc,
     })
+}
+
+/// Creates `file`, which must not exist yet (a file is never overwritten).
+fn create_new(file: &Path) -> Result<File, DiskError> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(file)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::AlreadyExists => DiskError::Invalid(
+                format!(
+                    "{} exists: perflab disk never overwrites a file; give a new name",
+                    file.display()
+                )
+                .into(),
+            ),
+            _ => DiskError::io(format!("cannot create {}", file.display()), e),
+        })
 }
 
 /// The file to create for PATH: a fresh name inside a directory, or PATH itself when
