@@ -1,4 +1,8 @@
 //! Exit codes (DESIGN.md) and the mapping from errors to them.
+//!
+//! Libraries name the options an error is about as fields (`perflab_units::Phrase`);
+//! each command names them as its flags with its own small table
+//! (`perflab_units::flag_for`), so nothing here reads words back out of a message.
 
 use std::process::ExitCode;
 
@@ -85,39 +89,6 @@ pub fn resume_error(e: perflab_lab::resume::ResumeError) -> anyhow::Error {
     }
 }
 
-/// A library message in a command's own words: the libraries name the field they
-/// checked in backticks (`` `find_max` ``, as an experiment file spells it); on the
-/// command line that is the flag (`--find-max`), or the short flag `short` lists for it.
-pub fn as_flags(message: &str, short: &[(&str, &str)]) -> String {
-    let mut out = String::with_capacity(message.len());
-    let mut rest = message;
-    while let Some(start) = rest.find('`') {
-        let after = &rest[start + 1..];
-        let Some(len) = after.find('`') else { break };
-        let name = &after[..len];
-        let is_field = !name.is_empty()
-            && name.starts_with(|c: char| c.is_ascii_lowercase())
-            && name
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-        out.push_str(&rest[..start]);
-        if is_field {
-            match short.iter().find(|(f, _)| *f == name) {
-                Some((_, flag)) => out.push_str(flag),
-                None => {
-                    out.push_str("--");
-                    out.push_str(&name.replace('_', "-"));
-                }
-            }
-        } else {
-            out.push_str(&rest[start..start + len + 2]);
-        }
-        rest = &after[len + 1..];
-    }
-    out.push_str(rest);
-    out
-}
-
 /// The exit code of a run the runner finished: 130 interrupted (saying how to finish
 /// it: `perflab {command} --resume RUN`), 4 with failed trials, else 0. `noun` is what
 /// the command calls a trial (`trials`, `runs`, `rounds`).
@@ -134,27 +105,5 @@ pub fn for_outcome(o: &perflab_lab::runner::RunOutcome, noun: &str, command: &st
         }
         RunStatus::CompleteWithFailures | RunStatus::Failed => FAILURES,
         _ => OK,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::as_flags;
-
-    #[test]
-    fn fields_become_flags() {
-        assert_eq!(
-            as_flags("`find_max` needs an SLO, like `slo` 'p99<20ms'", &[]),
-            "--find-max needs an SLO, like --slo 'p99<20ms'"
-        );
-        assert_eq!(
-            as_flags(
-                "a request count (`requests`) with `rate`",
-                &[("requests", "-n")]
-            ),
-            "a request count (-n) with --rate"
-        );
-        assert_eq!(as_flags("quote `P99 < 2`", &[]), "quote `P99 < 2`");
-        assert_eq!(as_flags("odd ` tick", &[]), "odd ` tick");
     }
 }

@@ -6,7 +6,13 @@
 //! [`LoadError`] means the engine could not run (no epoll, no threads, cannot write the
 //! interval log) and maps to "could not run" (exit 1). Failed *requests* are never
 //! errors of this kind: they are counted in the [`crate::Report`].
+//!
+//! A [`SpecError`] names the options it is about as fields (`find_max`, as an
+//! experiment file writes them), never as flags: [`SpecError::Conflict`] holds a
+//! [`Phrase`], and [`SpecError::render`] lets the caller name each field its own way
+//! (the CLI: its flag). The `Display` form is the experiment file's.
 
+use perflab_units::Phrase;
 use std::io;
 use std::path::PathBuf;
 
@@ -29,6 +35,7 @@ pub enum SpecError {
     /// A value has the wrong form or is out of range.
     #[error("invalid {field} `{value}`: expected {expected}")]
     InvalidValue {
+        /// The option, as an experiment file names it (`h2_window`).
         field: &'static str,
         value: String,
         expected: &'static str,
@@ -43,7 +50,7 @@ pub enum SpecError {
     },
     /// Options that cannot be combined, or a required option is missing.
     #[error("{0}")]
-    Conflict(String),
+    Conflict(Phrase),
     /// The TLS set-up cannot be built (an unusable `--cacert` file).
     #[error("{0}")]
     Tls(String),
@@ -59,6 +66,46 @@ impl SpecError {
             field,
             value: value.into(),
             expected,
+        }
+    }
+
+    /// The option this error is about, as an experiment file names it, if it is
+    /// about one.
+    pub fn field(&self) -> Option<&'static str> {
+        match self {
+            SpecError::InvalidValue { field, .. } => Some(field),
+            SpecError::Conflict(p) => p.subject(),
+            _ => None,
+        }
+    }
+
+    /// The error as a [`Phrase`], its option kept as a field, for a caller that passes
+    /// it on (a workload kind's options check).
+    pub fn phrase(&self) -> Phrase {
+        match self {
+            SpecError::InvalidValue {
+                field,
+                value,
+                expected,
+            } => Phrase::text("invalid ")
+                .and_field(field)
+                .then(format!(" `{value}`: expected {expected}")),
+            SpecError::Conflict(p) => p.clone(),
+            other => Phrase::text(other.to_string()),
+        }
+    }
+
+    /// The message with each option named by `name` (a command's flag for the field);
+    /// the `Display` form names them as an experiment file does.
+    pub fn render(&self, name: &dyn Fn(&str) -> String) -> String {
+        match self {
+            SpecError::InvalidValue {
+                field,
+                value,
+                expected,
+            } => format!("invalid {} `{value}`: expected {expected}", name(field)),
+            SpecError::Conflict(p) => p.render(name),
+            other => other.to_string(),
         }
     }
 }
@@ -79,7 +126,8 @@ pub enum LoadError {
     /// The HdrHistogram interval log could not be written.
     #[error("cannot write the interval log `{path}`: {reason}")]
     HdrLog { path: PathBuf, reason: String },
-    /// `--io uring` was asked for and this kernel (or sandbox) does not allow it.
+    /// `io` uring was asked for and this kernel (or sandbox) does not allow it; the
+    /// option to change is `io` ([`LoadError::field`]).
     #[error(
         "io_uring is not available: {0} (run with `io` epoll, or `io` auto to fall back to it)"
     )]
@@ -87,4 +135,19 @@ pub enum LoadError {
     /// A worker thread panicked (a bug: please report it).
     #[error("a load worker thread panicked")]
     WorkerPanicked,
+}
+
+impl LoadError {
+    /// The message with each option named by `name` (see [`SpecError::render`]).
+    pub fn render(&self, name: &dyn Fn(&str) -> String) -> String {
+        match self {
+            LoadError::Spec(e) => e.render(name),
+            LoadError::Uring(why) => format!(
+                "io_uring is not available: {why} (run with {io} epoll, or {io} auto to fall \
+                 back to it)",
+                io = name("io")
+            ),
+            other => other.to_string(),
+        }
+    }
 }

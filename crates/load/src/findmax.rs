@@ -7,7 +7,7 @@
 //! highest passing rate (`max_rate`), the lowest failing one (`broke_at`) and every step.
 
 use crate::engine::{run_phase, Phase, RunContext};
-use crate::error::{LoadError, SpecError};
+use crate::error::LoadError;
 use crate::ramp::step_phase;
 use crate::report::{Mode, Report, Step};
 use crate::request::Prepared;
@@ -65,9 +65,10 @@ pub(crate) fn run(
     base: &Phase,
     ctx: &mut RunContext<'_>,
 ) -> Result<Report, LoadError> {
-    let slo = spec.slo.as_ref().ok_or_else(|| {
-        SpecError::Conflict("`find_max` needs an SLO, like `slo` 'p99<20ms'".into())
-    })?;
+    let slo = spec
+        .slo
+        .as_ref()
+        .ok_or_else(crate::spec::conflict::needs_slo)?;
     let ceiling = spec.ramp.as_ref().map(|r| r.end);
     let mut rate = spec
         .rate

@@ -58,7 +58,7 @@ pub(crate) fn select(spec: &LoadSpec, prepared: &Prepared) -> Result<Io, LoadErr
         IoChoice::Epoll => Ok(Io::Epoll),
         IoChoice::Uring => {
             if let Some(why) = uring_misfit(spec, tls) {
-                return Err(SpecError::Conflict(why.into()).into());
+                return Err(SpecError::Conflict(why).into());
             }
             uring_support().map_err(LoadError::Uring)?;
             Ok(Io::Uring)
@@ -89,8 +89,14 @@ mod tests {
     fn open_loop_and_tls_never_run_on_uring() {
         let mut spec = LoadSpec::new("http://127.0.0.1:1/");
         assert!(uring_misfit(&spec, false).is_none());
-        assert!(uring_misfit(&spec, true).unwrap().contains("https"));
+        assert!(uring_misfit(&spec, true)
+            .unwrap()
+            .to_string()
+            .contains("https"));
         spec.rate = Some(10.0);
-        assert!(uring_misfit(&spec, false).unwrap().contains("closed-loop"));
+        assert!(uring_misfit(&spec, false)
+            .unwrap()
+            .to_string()
+            .contains("closed-loop"));
     }
 }

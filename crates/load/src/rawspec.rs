@@ -9,6 +9,7 @@ use crate::slo::Slo;
 use crate::spec::{parse_header, HttpVersion, IoChoice, LoadSpec, Ramp, RampOver};
 use crate::threshold::Threshold;
 use crate::units::{parse_duration, parse_fraction, parse_rate};
+use perflab_units::Phrase;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -205,6 +206,15 @@ fn weighted(order: Option<&str>) -> Result<bool, SpecError> {
 }
 
 impl LoadSpec {
+    /// The spec from its file form (an experiment's table as JSON), with the typed
+    /// error of the check — what `Deserialize` turns into text. A value of the wrong
+    /// type or an unknown key is serde's message, as words.
+    pub fn from_json(v: serde_json::Value) -> Result<LoadSpec, SpecError> {
+        let raw: RawSpec =
+            serde_json::from_value(v).map_err(|e| SpecError::Conflict(e.to_string().into()))?;
+        LoadSpec::try_from(raw)
+    }
+
     /// The table form of this spec — what [`LoadSpec`]'s `Deserialize` reads back —
     /// for sending a spec to another process (a distributed load's agents). Only what
     /// travels is written: thresholds and SLOs are judged where the results meet, and
@@ -223,9 +233,9 @@ impl LoadSpec {
             ("find_max", self.find_max),
         ];
         if let Some((field, _)) = local.iter().find(|(_, set)| *set) {
-            return Err(SpecError::Conflict(format!(
-                "`{field}` cannot be sent to another host (it names a local file, or is a \
-                 ramp or a knee search)"
+            return Err(SpecError::Conflict(Phrase::field(field).then(
+                " cannot be sent to another host (it names a local file, or is a ramp or a \
+                 knee search)",
             )));
         }
         let secs = |d: Duration| format!("{}ns", d.as_nanos());

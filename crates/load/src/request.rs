@@ -131,20 +131,22 @@ fn read_urls_file(path: &std::path::Path, urls: &mut Vec<String>) -> Result<(), 
         let mut words = line.split_whitespace();
         let url = words.next().unwrap_or_default();
         if words.next().is_some() || (url.contains('=') && !url.contains("://")) {
-            return Err(SpecError::Conflict(format!(
-                "{}:{}: `{line}`: only one URL per line is read here; a method, a body \
-                 or a siege variable would be dropped, so nothing is sent",
-                path.display(),
-                n + 1
-            )));
+            return Err(SpecError::Conflict(
+                format!(
+                    "{}:{}: `{line}`: only one URL per line is read here; a method, a body \
+                     or a siege variable would be dropped, so nothing is sent",
+                    path.display(),
+                    n + 1
+                )
+                .into(),
+            ));
         }
         urls.push(url.to_string());
     }
     if urls.is_empty() {
-        return Err(SpecError::Conflict(format!(
-            "the URL file `{}` has no URL",
-            path.display()
-        )));
+        return Err(SpecError::Conflict(
+            format!("the URL file `{}` has no URL", path.display()).into(),
+        ));
     }
     Ok(())
 }
@@ -257,11 +259,7 @@ fn group(
     // loading the system trust store takes milliseconds.
     let any_tls = tls_names.iter().any(Option::is_some);
     if spec.streams > 1 && spec.http == HttpVersion::Auto && !any_tls {
-        return Err(SpecError::Conflict(
-            "`streams` multiplexes HTTP/2, and plain http:// URLs speak HTTP/1.1 unless \
-             HTTP/2 is asked for: add `--http2` (h2c with prior knowledge)"
-                .into(),
-        ));
+        return Err(crate::spec::conflict::streams_need_h2());
     }
     let alpn: &[&[u8]] = match spec.http {
         HttpVersion::Auto => &[b"h2", b"http/1.1"],

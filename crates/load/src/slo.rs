@@ -41,7 +41,7 @@ const EXPECTED: &str = "conditions like p99<20ms or p50<5ms,p99.9<=50ms or mean<
 impl Slo {
     /// Parses an SLO expression.
     pub fn parse(s: &str) -> Result<Slo, SpecError> {
-        let err = || SpecError::value("SLO", s, EXPECTED);
+        let err = || SpecError::value("slo", s, EXPECTED);
         let mut conditions = Vec::new();
         for part in s.split([',', '&']).map(str::trim).filter(|p| !p.is_empty()) {
             let (lhs, rhs, inclusive) = if let Some((l, r)) = part.split_once("<=") {

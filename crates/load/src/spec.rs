@@ -12,6 +12,7 @@ use crate::slo::Slo;
 use crate::threshold::Threshold;
 use crate::units::{check_rate, parse_rate};
 use crate::url::{Scheme, Target};
+use perflab_units::Phrase;
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -293,8 +294,8 @@ impl LoadSpec {
         for u in &self.urls {
             let t = Target::parse(u)?;
             if self.unix_socket.is_some() && t.scheme == crate::url::Scheme::Https {
-                return Err(SpecError::Conflict(format!(
-                    "`unix_socket` speaks plain HTTP: {u} asks for TLS (use http://)"
+                return Err(SpecError::Conflict(Phrase::field("unix_socket").then(
+                    format!(" speaks plain HTTP: {u} asks for TLS (use http://)"),
                 )));
             }
         }
@@ -307,13 +308,17 @@ impl LoadSpec {
         }
         for (name, value) in &self.headers {
             if name.is_empty() || !name.bytes().all(is_token) {
-                return Err(SpecError::value("header name", name, "a token like X-Name"));
+                return Err(SpecError::value(
+                    "headers",
+                    name,
+                    "a header name like X-Name",
+                ));
             }
             if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
                 return Err(SpecError::value(
-                    "header value",
+                    "headers",
                     value,
-                    "a value without CR or LF",
+                    "a header value without CR or LF",
                 ));
             }
         }
@@ -336,22 +341,16 @@ impl LoadSpec {
         positive("streams", self.streams)?;
         if self.h2_window == 0 || self.h2_window > perflab_h2::MAX_WINDOW {
             return Err(SpecError::value(
-                "h2-window",
+                "h2_window",
                 self.h2_window.to_string(),
                 "a window of 1 to 2^31-1 bytes",
             ));
         }
         if self.streams > 1 && self.http == HttpVersion::Http1 {
-            return Err(SpecError::Conflict(
-                "`streams` multiplexes HTTP/2; HTTP/1.1 was forced (drop `http1.1`, or use \
-                 `pipeline`)"
-                    .into(),
-            ));
+            return Err(conflict::streams_on_http1());
         }
         if self.pipeline > 1 && self.http == HttpVersion::Http2 {
-            return Err(SpecError::Conflict(
-                "`pipeline` is HTTP/1.1's; HTTP/2 sends concurrent requests as `streams`".into(),
-            ));
+            return Err(conflict::pipeline_on_http2());
         }
         Ok(())
     }
@@ -377,7 +376,7 @@ impl LoadSpec {
         if let Some(m) = self.max_connections {
             if m < self.connections {
                 return Err(SpecError::value(
-                    "max-connections",
+                    "max_connections",
                     m.to_string(),
                     "at least the number of connections",
                 ));
@@ -385,7 +384,7 @@ impl LoadSpec {
         }
         if !(0.0..=1.0).contains(&self.max_error_rate) {
             return Err(SpecError::value(
-                "max-error-rate",
+                "max_error_rate",
                 self.max_error_rate.to_string(),
                 "a fraction in [0, 1]",
             ));
@@ -396,36 +395,23 @@ impl LoadSpec {
     /// Options that exclude each other (closed vs open loop, ramps, TLS trust).
     fn check_combinations(&self) -> Result<(), SpecError> {
         if !self.is_closed_loop() && self.pipeline > 1 {
-            return Err(SpecError::Conflict(
-                "pipelining is for closed-loop runs only (drop `pipeline` or `rate`)".into(),
-            ));
+            return Err(conflict::pipeline_open_loop());
         }
         if self.rate.is_some() && self.requests.is_some() {
-            return Err(SpecError::Conflict(
-                "a request count (`requests`) is for closed-loop runs; use a duration (`duration`) with `rate`"
-                    .into(),
-            ));
+            return Err(conflict::requests_with_rate());
         }
         if self.find_max && self.slo.is_none() {
-            return Err(SpecError::Conflict(
-                "`find_max` needs an SLO, like `slo` 'p99<20ms'".into(),
-            ));
+            return Err(conflict::needs_slo());
         }
         if (self.find_max || self.ramp.is_some()) && self.requests.is_some() {
-            return Err(SpecError::Conflict(
-                "a request count (`requests`) cannot be combined with `ramp` or `find_max`".into(),
-            ));
+            return Err(conflict::requests_with_ramp());
         }
         if self.insecure && self.cacert.is_some() {
-            return Err(SpecError::Conflict(
-                "`insecure` skips certificate verification, so `cacert` would be ignored: \
-                 give one of them"
-                    .into(),
-            ));
+            return Err(conflict::insecure_with_cacert());
         }
         if self.find_max && matches!(&self.ramp, Some(r) if r.over == RampOver::Connections) {
             return Err(SpecError::Conflict(
-                "`find_max` searches a rate; it cannot ramp connections".into(),
+                Phrase::field("find_max").then(" searches a rate; it cannot ramp connections"),
             ));
         }
         Ok(())
@@ -440,10 +426,98 @@ impl LoadSpec {
                 .iter()
                 .any(|u| Target::parse(u).is_ok_and(|t| t.scheme == Scheme::Https));
             if let Some(why) = uring_misfit(self, tls) {
-                return Err(SpecError::Conflict(why.into()));
+                return Err(SpecError::Conflict(why));
             }
         }
         Ok(())
+    }
+}
+
+/// The options that cannot go together, said with their fields.
+pub(crate) mod conflict {
+    use super::{Phrase, SpecError};
+
+    /// `find_max` without an SLO.
+    pub(crate) fn needs_slo() -> SpecError {
+        SpecError::Conflict(
+            Phrase::field("find_max")
+                .then(" needs an SLO, like ")
+                .and_field("slo")
+                .then(" 'p99<20ms'"),
+        )
+    }
+
+    /// `streams` on plain http:// without HTTP/2 asked for.
+    pub(crate) fn streams_need_h2() -> SpecError {
+        SpecError::Conflict(
+            Phrase::field("streams")
+                .then(
+                    " multiplexes HTTP/2, and plain http:// URLs speak HTTP/1.1 unless HTTP/2 \
+                     is asked for: add ",
+                )
+                .and_setting("http", "2")
+                .then(" (h2c with prior knowledge)"),
+        )
+    }
+
+    pub(super) fn streams_on_http1() -> SpecError {
+        SpecError::Conflict(
+            Phrase::field("streams")
+                .then(" multiplexes HTTP/2; HTTP/1.1 was forced (drop ")
+                .and_setting("http", "1.1")
+                .then(", or use ")
+                .and_field("pipeline")
+                .then(")"),
+        )
+    }
+
+    pub(super) fn pipeline_on_http2() -> SpecError {
+        SpecError::Conflict(
+            Phrase::field("pipeline")
+                .then(" is HTTP/1.1's; HTTP/2 sends concurrent requests as ")
+                .and_field("streams"),
+        )
+    }
+
+    pub(super) fn pipeline_open_loop() -> SpecError {
+        SpecError::Conflict(
+            Phrase::text("pipelining is for closed-loop runs only (drop ")
+                .and_field("pipeline")
+                .then(" or ")
+                .and_field("rate")
+                .then(")"),
+        )
+    }
+
+    pub(super) fn requests_with_rate() -> SpecError {
+        SpecError::Conflict(
+            Phrase::text("a request count (")
+                .and_field("requests")
+                .then(") is for closed-loop runs; use a duration (")
+                .and_field("duration")
+                .then(") with ")
+                .and_field("rate"),
+        )
+    }
+
+    pub(super) fn requests_with_ramp() -> SpecError {
+        SpecError::Conflict(
+            Phrase::text("a request count (")
+                .and_field("requests")
+                .then(") cannot be combined with ")
+                .and_field("ramp")
+                .then(" or ")
+                .and_field("find_max"),
+        )
+    }
+
+    pub(super) fn insecure_with_cacert() -> SpecError {
+        SpecError::Conflict(
+            Phrase::field("insecure")
+                .then(" skips certificate verification, so ")
+                .and_field("cacert")
+                .then(" would be ignored: give one of them"),
+        )
     }
 }
 
@@ -493,27 +567,34 @@ impl IoChoice {
 }
 
 /// Why a spec cannot run on io_uring whatever the kernel (`None`: it can).
-pub(crate) fn uring_misfit(spec: &LoadSpec, tls: bool) -> Option<&'static str> {
-    if spec.http == HttpVersion::Http2 {
-        Some("`io` uring speaks HTTP/1.1 only; HTTP/2 runs on epoll (use `io` auto or `io` epoll)")
+pub(crate) fn uring_misfit(spec: &LoadSpec, tls: bool) -> Option<Phrase> {
+    let uring = Phrase::setting("io", "uring");
+    let why = if spec.http == HttpVersion::Http2 {
+        uring.then(" speaks HTTP/1.1 only; HTTP/2 runs on epoll")
     } else if !spec.is_closed_loop() {
-        Some(
-            "`io` uring runs closed-loop load only; the open loop (`rate`, `find_max`, a ramp \
-             over the rate) runs on epoll (use `io` auto or `io` epoll)",
-        )
+        uring
+            .then(" runs closed-loop load only; the open loop (")
+            .and_field("rate")
+            .then(", ")
+            .and_field("find_max")
+            .then(", a ramp over the rate) runs on epoll")
     } else if tls {
-        Some(
-            "`io` uring speaks plain http:// only; https:// runs on epoll (use `io` auto or \
-             `io` epoll)",
-        )
+        uring.then(" speaks plain http:// only; https:// runs on epoll")
     } else if spec.unix_socket.is_some() {
-        Some(
-            "`io` uring connects over TCP only; a `unix_socket` runs on epoll (use `io` auto \
-             or `io` epoll)",
-        )
+        uring
+            .then(" connects over TCP only; a ")
+            .and_field("unix_socket")
+            .then(" runs on epoll")
     } else {
-        None
-    }
+        return None;
+    };
+    Some(
+        why.then(" (use ")
+            .and_setting("io", "auto")
+            .then(" or ")
+            .and_setting("io", "epoll")
+            .then(")"),
+    )
 }
 
 #[cfg(test)]

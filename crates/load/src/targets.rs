@@ -68,7 +68,7 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn err(&self, line: usize, msg: impl std::fmt::Display) -> SpecError {
-        SpecError::Conflict(format!("{}:{line}: {msg}", self.path.display()))
+        SpecError::Conflict(format!("{}:{line}: {msg}", self.path.display()).into())
     }
 
     fn read(&self, line: usize, file: &str) -> Result<Vec<u8>, SpecError> {

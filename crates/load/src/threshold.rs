@@ -80,7 +80,7 @@ impl Threshold {
     /// Parses one threshold expression.
     pub fn parse(s: &str) -> Result<Threshold, SpecError> {
         let text = s.trim();
-        let err = || SpecError::value("threshold", text, EXPECTED);
+        let err = || SpecError::value("thresholds", text, EXPECTED);
         let (at, op) = [("<=", Op::Le), (">=", Op::Ge), ("<", Op::Lt), (">", Op::Gt)]
             .iter()
             .find_map(|(t, op)| text.find(t).map(|i| ((i, t.len()), *op)))
@@ -130,7 +130,7 @@ impl Threshold {
         };
         if target.is_some() && !per_target(quantity) {
             return Err(SpecError::value(
-                "threshold",
+                "thresholds",
                 text,
                 "a per-target threshold on p50, p75, p90, p99, p99.9, p99.99, mean, max, rps, \
                  errors or error_rate",

@@ -279,7 +279,9 @@ fn streams_and_pipeline_need_the_right_protocol() {
     let mut spec = LoadSpec::new("http://127.0.0.1:1/");
     spec.streams = 4;
     let e = perflab_load::check(&spec).unwrap_err().to_string();
-    assert!(e.contains("--http2"), "{e}");
+    // The library names the option as an experiment file does; the CLI says `--http2`
+    // (crates/cli/tests/http2.rs checks that).
+    assert!(e.contains("`http` 2"), "{e}");
     spec.http = HttpVersion::Http1;
     assert!(spec.validate().is_err());
     let mut spec = LoadSpec::new("http://127.0.0.1:1/");

@@ -6,7 +6,12 @@
 //! `duration = "1m30s"` in an experiment file and `perflab doctor --watch 1m30s` mean
 //! the same thing. Hand-written because the forms are tiny and the error must carry the
 //! value and the expected form; callers add the field or flag name (a library names the
-//! field, the CLI its flag).
+//! field, the CLI its flag). [`Phrase`] carries those field names through a message,
+//! for every library that checks options (the grammar's neighbour: both are how a
+//! value given by a person is read and talked about).
+
+mod phrase;
+pub use phrase::{flag_for, Part, Phrase};
 
 use std::fmt;
 use std::time::Duration;

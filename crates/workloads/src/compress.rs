@@ -14,6 +14,7 @@
 use std::io::{Read, Write};
 use std::time::Instant;
 
+use perflab_units::Phrase;
 use serde::{Deserialize, Serialize};
 
 use crate::disk::ByteSize;
@@ -63,36 +64,35 @@ fn default_threads() -> usize {
 }
 
 impl CompressSpec {
-    /// Checks the options; the error names the field.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks the options; the error names the option as a field (`level`).
+    pub fn validate(&self) -> Result<(), Phrase> {
         if !ALGORITHMS.contains(&self.algorithm.as_str()) {
-            return Err(format!(
-                "`algorithm` {:?}: expected one of {}",
+            return Err(Phrase::field("algorithm").then(format!(
+                " {:?}: expected one of {}",
                 self.algorithm,
                 ALGORITHMS.join(", ")
-            ));
+            )));
         }
         if !DATA.contains(&self.data.as_str()) {
-            return Err(format!(
-                "`data` {:?}: expected one of {}",
+            return Err(Phrase::field("data").then(format!(
+                " {:?}: expected one of {}",
                 self.data,
                 DATA.join(", ")
-            ));
+            )));
         }
         if self.size.bytes() == 0 {
-            return Err("`size` 0: expected at least one byte".into());
+            return Err(Phrase::field("size").then(" 0: expected at least one byte"));
         }
         match (self.algorithm.as_str(), self.level) {
             (_, None) => Ok(()),
             ("gzip", Some(l)) if (1..=9).contains(&l) => Ok(()),
             ("zstd", Some(l)) if (1..=19).contains(&l) => Ok(()),
-            ("lz4", Some(_)) => {
-                Err("`level`: lz4 has one level here (lz4_flex, like lz4 -1); leave it out".into())
-            }
-            (a, Some(l)) => Err(format!(
-                "`level` {l} for {a}: expected {}",
+            ("lz4", Some(_)) => Err(Phrase::field("level")
+                .then(": lz4 has one level here (lz4_flex, like lz4 -1); leave it out")),
+            (a, Some(l)) => Err(Phrase::field("level").then(format!(
+                " {l} for {a}: expected {}",
                 if a == "gzip" { "1 to 9" } else { "1 to 19" }
-            )),
+            ))),
         }
     }
 
@@ -369,20 +369,24 @@ mod tests {
     #[test]
     fn bad_options_name_the_field() {
         let mut s = spec("brotli", "text", 1);
-        assert!(s.validate().unwrap_err().contains("`algorithm`"));
+        assert!(s
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("`algorithm`"));
         s.algorithm = "gzip".into();
         s.level = Some(12);
-        assert!(s.validate().unwrap_err().contains("`level` 12"));
+        assert!(s.validate().unwrap_err().to_string().contains("`level` 12"));
         s.level = None;
         s.size = ByteSize(0);
-        assert!(s.validate().unwrap_err().contains("`size` 0"));
+        assert!(s.validate().unwrap_err().to_string().contains("`size` 0"));
         s.size = ByteSize(1);
         s.data = "pictures".into();
-        assert!(s.validate().unwrap_err().contains("`data`"));
+        assert!(s.validate().unwrap_err().to_string().contains("`data`"));
         let lz = CompressSpec {
             level: Some(1),
             ..spec("lz4", "text", 1)
         };
-        assert!(lz.validate().unwrap_err().contains("one level"));
+        assert!(lz.validate().unwrap_err().to_string().contains("one level"));
     }
 }

@@ -36,6 +36,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use perflab_units::Phrase;
+
 pub use report::{DiskReport, LatencyUs};
 pub use spec::{ByteSize, DiskSpec, Mode, Pattern};
 
@@ -47,31 +49,65 @@ pub enum DiskError {
     /// The input is wrong (a flag, a path, an alignment); nothing was measured and
     /// nothing is left behind.
     #[error("{0}")]
-    Invalid(String),
+    Invalid(Phrase),
     /// The run could not be done.
     #[error("{context}")]
     Io {
         context: String,
         #[source]
         source: io::Error,
+        /// What to try, naming options as fields (shown after the cause).
+        hint: Option<Phrase>,
     },
     /// The user interrupted the run (the file is removed).
     #[error("interrupted")]
     Interrupted,
 }
 
+/// Invalid input, said with the options it is about as fields (`bs`), so that an
+/// experiment file names the key and the CLI its flag.
+pub(crate) fn bad<T>(m: impl Into<Phrase>) -> Result<T, DiskError> {
+    Err(DiskError::Invalid(m.into()))
+}
+
 impl DiskError {
+    /// The option the input error is about, as an experiment file names it.
+    pub fn field(&self) -> Option<&'static str> {
+        match self {
+            DiskError::Invalid(p) => p.subject(),
+            _ => None,
+        }
+    }
+
+    /// The message with each option named by `name` (a command's flag for the field);
+    /// `describe` names them as an experiment file does.
+    pub fn render(&self, name: &dyn Fn(&str) -> String) -> String {
+        match self {
+            DiskError::Invalid(p) => p.render(name),
+            DiskError::Io {
+                context,
+                source,
+                hint,
+            } => match hint {
+                Some(h) => format!("{context}: {source} ({})", h.render(name)),
+                None => format!("{context}: {source}"),
+            },
+            other => other.to_string(),
+        }
+    }
+
     pub fn io(context: impl Into<String>, source: io::Error) -> DiskError {
         DiskError::Io {
             context: context.into(),
             source,
+            hint: None,
         }
     }
 
     /// The message with its cause: `cannot create X: Permission denied`.
     pub fn describe(&self) -> String {
         match self {
-            DiskError::Io { context, source } => format!("{context}: {source}"),
+            DiskError::Io { .. } => self.render(&|f| format!("`{f}`")),
             other => other.to_string(),
         }
     }
@@ -194,11 +230,18 @@ fn open_for_io(spec: &DiskSpec, t: &target::Target) -> Result<std::fs::File, Dis
         .custom_flags(flags)
         .open(&t.path)
         .map_err(|e| match e.raw_os_error() {
-            Some(libc::EINVAL) if spec.direct => DiskError::Invalid(format!(
-                "the file system{} at {} does not support O_DIRECT: drop `direct` or use another directory",
-                t.fs_type.as_deref().map(|f| format!(" ({f})")).unwrap_or_default(),
-                t.path.display()
-            )),
+            Some(libc::EINVAL) if spec.direct => DiskError::Invalid(
+                Phrase::text(format!(
+                    "the file system{} at {} does not support O_DIRECT: drop ",
+                    t.fs_type
+                        .as_deref()
+                        .map(|f| format!(" ({f})"))
+                        .unwrap_or_default(),
+                    t.path.display()
+                ))
+                .and_field("direct")
+                .then(" or use another directory"),
+            ),
             _ => DiskError::io(format!("cannot open {}", t.path.display()), e),
         })?;
     if spec.mode == Mode::Randwrite && !t.block_device {
@@ -220,16 +263,24 @@ fn problem_of(
     let enospc = out.error.as_ref().and_then(|e| e.raw_os_error()) == Some(libc::ENOSPC);
     let first = out.ios == 0 && !enospc;
     if let Some(e) = out.error.take_if(|_| first) {
-        let hint = if spec.direct && e.raw_os_error() == Some(libc::EINVAL) {
-            " (O_DIRECT refused the I/O: the file system may need a larger alignment; try `bs` 4k)"
-        } else {
-            ""
-        };
         let what = if write { "write" } else { "read" };
-        return Err(DiskError::io(
-            format!("the first {what} to {} failed{hint}", t.path.display()),
+        let mut err = DiskError::io(
+            format!("the first {what} to {} failed", t.path.display()),
             e,
-        ));
+        );
+        if let DiskError::Io { source, hint, .. } = &mut err {
+            if spec.direct && source.raw_os_error() == Some(libc::EINVAL) {
+                *hint = Some(
+                    Phrase::text(
+                        "O_DIRECT refused the I/O: the file system may need a larger \
+                         alignment; try ",
+                    )
+                    .and_field("bs")
+                    .then(" 4k"),
+                );
+            }
+        }
+        return Err(err);
     }
     Ok(match &out.error {
         Some(_) if enospc => Some(format!(

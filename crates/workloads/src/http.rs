@@ -4,6 +4,7 @@
 //! its one-shot runs through [`measurement`] too, so both have the same metrics.
 
 use perflab_load::LoadSpec;
+use perflab_units::Phrase;
 
 use crate::{
     ArtifactData, HistogramData, Measurement, MetricValue, SeriesData, TrialContext, Workload,
@@ -54,8 +55,12 @@ impl HttpWorkload {
 
     /// The load options without `agents`, checked.
     pub fn checked(options: serde_json::Value) -> Result<HttpWorkload, String> {
-        let spec: LoadSpec = serde_json::from_value(options).map_err(|e| e.to_string())?;
-        spec.validate().map_err(|e| e.to_string())?;
+        Self::check(options).map_err(String::from)
+    }
+
+    /// As [`HttpWorkload::checked`], the error naming its option as a field.
+    pub fn check(options: serde_json::Value) -> Result<HttpWorkload, Phrase> {
+        let spec = LoadSpec::from_json(options).map_err(|e| e.phrase())?;
         Ok(HttpWorkload { spec })
     }
 }

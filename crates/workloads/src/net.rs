@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+use perflab_units::Phrase;
 use serde::{Deserialize, Serialize};
 
 use crate::{Measurement, MetricValue, TrialContext, Workload, WorkloadError};
@@ -66,26 +67,32 @@ fn three() -> f64 {
 }
 
 impl NetSpec {
-    /// Checks the options; the error names the field.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks the options; the error names the option as a field (`streams`).
+    pub fn validate(&self) -> Result<(), Phrase> {
         if !MODES.contains(&self.mode.as_str()) {
-            return Err(format!("`mode` {:?}: expected stream or rr", self.mode));
+            return Err(
+                Phrase::field("mode").then(format!(" {:?}: expected stream or rr", self.mode))
+            );
         }
         if !(1..=128).contains(&self.streams) {
-            return Err(format!("`streams` {}: expected 1 to 128", self.streams));
+            return Err(
+                Phrase::field("streams").then(format!(" {}: expected 1 to 128", self.streams))
+            );
         }
         if !(self.duration > 0.0 && self.duration <= 3600.0) {
-            return Err(format!(
-                "`duration` {}: expected more than 0 and at most 3600 seconds",
+            return Err(Phrase::field("duration").then(format!(
+                " {}: expected more than 0 and at most 3600 seconds",
                 self.duration
-            ));
+            )));
         }
         if !(1..=65_280).contains(&self.size) {
-            return Err(format!("`size` {}: expected 1 to 65280 bytes", self.size));
+            return Err(
+                Phrase::field("size").then(format!(" {}: expected 1 to 65280 bytes", self.size))
+            );
         }
         if let Some(p) = &self.peer {
             if !p.contains(':') {
-                return Err(format!("`peer` {p:?}: expected HOST:PORT"));
+                return Err(Phrase::field("peer").then(format!(" {p:?}: expected HOST:PORT")));
             }
         }
         Ok(())
@@ -435,7 +442,7 @@ mod tests {
             duration: 1.0,
             size: 1,
         };
-        assert!(s.validate().unwrap_err().contains("`mode`"));
+        assert!(s.validate().unwrap_err().to_string().contains("`mode`"));
         let s = NetSpec {
             mode: "rr".into(),
             peer: Some("nohostport".into()),
@@ -443,6 +450,6 @@ mod tests {
             duration: 1.0,
             size: 1,
         };
-        assert!(s.validate().unwrap_err().contains("`peer`"));
+        assert!(s.validate().unwrap_err().to_string().contains("`peer`"));
     }
 }

@@ -13,6 +13,7 @@
 
 use std::time::Duration;
 
+use perflab_units::Phrase;
 use serde::{Deserialize, Serialize};
 
 use crate::command::CommandWorkload;
@@ -101,14 +102,14 @@ impl Kind {
 
     /// Reads and checks the options of a table kind; the error names the field.
     /// `command` is built by the experiment reader itself.
-    pub fn options(self, options: serde_json::Value) -> Result<KindSpec, String> {
+    pub fn options(self, options: serde_json::Value) -> Result<KindSpec, Phrase> {
         /// The options as `T`, checked by its `validate`.
-        fn read<T: serde::de::DeserializeOwned>(
+        fn read<T: serde::de::DeserializeOwned, E: Into<Phrase>>(
             v: serde_json::Value,
-            validate: impl Fn(&T) -> Result<(), String>,
-        ) -> Result<T, String> {
-            let t: T = serde_json::from_value(v).map_err(|e| e.to_string())?;
-            validate(&t)?;
+            validate: impl Fn(&T) -> Result<(), E>,
+        ) -> Result<T, Phrase> {
+            let t: T = serde_json::from_value(v).map_err(|e| Phrase::text(e.to_string()))?;
+            validate(&t).map_err(Into::into)?;
             Ok(t)
         }
         Ok(match self {
@@ -117,12 +118,15 @@ impl Kind {
             }
             Kind::Http => {
                 // The load itself is checked here; its `agents`, by whoever runs it.
-                HttpWorkload::checked(crate::http::split_agents(&options)?.0)?;
+                HttpWorkload::check(crate::http::split_agents(&options)?.0)?;
                 KindSpec::Http(options)
             }
             Kind::Scimark => KindSpec::Scimark(read(options, ScimarkSpec::validate)?),
             Kind::Disk => KindSpec::Disk(read(options, |s: &DiskSpec| {
-                s.validate().map_err(|e| e.to_string())
+                s.validate().map_err(|e| match e {
+                    crate::disk::DiskError::Invalid(p) => p,
+                    other => Phrase::text(other.describe()),
+                })
             })?),
             Kind::Compress => KindSpec::Compress(read(options, CompressSpec::validate)?),
             Kind::Mem => KindSpec::Mem(read(options, MemSpec::validate)?),
@@ -425,11 +429,11 @@ mod tests {
         let e = Kind::Scimark
             .options(serde_json::json!({"lang": "cobol"}))
             .unwrap_err();
-        assert!(e.contains("lang"), "{e}");
+        assert!(e.to_string().contains("lang"), "{e}");
         let e = Kind::Http
             .options(serde_json::json!({"url": "http://x/", "bogus": 1}))
             .unwrap_err();
-        assert!(e.contains("bogus"), "{e}");
+        assert!(e.to_string().contains("bogus"), "{e}");
         let e = "fio".parse::<Kind>().unwrap_err().to_string();
         assert!(e.contains(r#""command", "http""#), "{e}");
         for k in Kind::ALL {

@@ -211,7 +211,9 @@ fn writes_to_an_allowed_loop_device_are_counted_exactly() {
     let mut s = spec(Path::new(&dev), Mode::Write, 256 << 10, 32 << 20);
     s.direct = true;
     match disk::run(&s, &Control::default()) {
-        Err(DiskError::Invalid(m)) => assert!(m.contains("`i_know_this_destroys_data`"), "{m}"),
+        Err(DiskError::Invalid(m)) => {
+            assert!(m.to_string().contains("`i_know_this_destroys_data`"), "{m}")
+        }
         other => panic!("writing a device without the flag must be refused: {other:?}"),
     }
     s.i_know_this_destroys_data = Some(PathBuf::from("/dev/null"));
@@ -334,7 +336,9 @@ fn bad_input_is_refused_and_leaves_nothing_behind() {
     ];
     for (s, needle) in cases {
         match disk::run(&s, &Control::default()) {
-            Err(DiskError::Invalid(m)) => assert!(m.contains(needle), "{m:?} lacks {needle:?}"),
+            Err(DiskError::Invalid(m)) => {
+                assert!(m.to_string().contains(needle), "{m:?} lacks {needle:?}")
+            }
             other => panic!("{s:?}: expected invalid input, got {other:?}"),
         }
         assert!(
@@ -349,7 +353,7 @@ fn bad_input_is_refused_and_leaves_nothing_behind() {
         ..DiskSpec::new(&existing)
     };
     assert!(
-        matches!(disk::run(&s, &Control::default()), Err(DiskError::Invalid(m)) if m.contains("never overwrites"))
+        matches!(disk::run(&s, &Control::default()), Err(DiskError::Invalid(m)) if m.to_string().contains("never overwrites"))
     );
     assert_eq!(std::fs::read_to_string(&existing).unwrap(), "mine");
 }

@@ -95,7 +95,7 @@ pub fn experiment(a: &CompressArgs) -> Result<Draft, InvalidInput> {
         threads,
     };
     spec.validate()
-        .map_err(|e| InvalidInput(crate::exit::as_flags(&e, &[])))?;
+        .map_err(|e| InvalidInput(e.render(&|f| perflab_units::flag_for(&[], f))))?;
     let name = format!("compress {}", a.algorithm.join(","));
     let draft = Draft::new(&name, Kind::Compress, &spec)
         .and_then(|d| d.vary("algorithm", a.algorithm.clone()))

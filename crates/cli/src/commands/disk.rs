@@ -139,7 +139,7 @@ pub fn run(g: &Global, a: &DiskArgs) -> anyhow::Result<ExitCode> {
             a.path.display()
         );
     }
-    let mut report = match disk::run(&spec, &ctl) {
+    let report = match disk::run(&spec, &ctl) {
         Ok(r) => r,
         Err(DiskError::Interrupted) => {
             eprintln!("interrupted: nothing was recorded; the file was removed");
@@ -147,12 +147,10 @@ pub fn run(g: &Global, a: &DiskArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e @ DiskError::Invalid(_)) => return Err(invalid(e)),
         Err(e) => {
-            let e = crate::exit::as_flags(&e.describe(), &[]);
+            let e = e.render(&flag_of);
             return Err(anyhow::anyhow!(e).context("cannot run the disk test"));
         }
     };
-    // What the library said names its fields; this command's users know them as flags.
-    report.problem = report.problem.map(|p| crate::exit::as_flags(&p, &[]));
     let mut out = std::io::stdout().lock();
     if a.json {
         serde_json::to_writer_pretty(&mut out, &report)?;
@@ -198,10 +196,16 @@ fn record(g: &Global, spec: &DiskSpec, r: &DiskReport) -> anyhow::Result<RunId> 
     Ok(perflab_lab::record::one_shot(&store, shot)?)
 }
 
+/// This command's flag for a disk spec field: each is `--field` (`i_know_this_destroys_data`
+/// is `--i-know-this-destroys-data`), so no table.
+fn flag_of(field: &str) -> String {
+    perflab_units::flag_for(&[], field)
+}
+
 /// The disk library names the fields it checked (`bs`); here they are flags (`--bs`).
 fn invalid(e: DiskError) -> anyhow::Error {
     anyhow::Error::new(InvalidInput(format!(
         "{} (see `perflab disk --help`)",
-        crate::exit::as_flags(&e.describe(), &[])
+        e.render(&flag_of)
     )))
 }

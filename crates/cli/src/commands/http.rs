@@ -287,7 +287,7 @@ pub fn spec_from_args(a: &HttpArgs) -> Result<LoadSpec, SpecError> {
             .as_deref()
             .map(|r| Ramp::parse(r, over))
             .transpose()?,
-        step_duration: dur("step-duration", &a.step_duration)?,
+        step_duration: dur("step_duration", &a.step_duration)?,
         find_max: a.find_max,
         slo: a.slo.as_deref().map(Slo::parse).transpose()?,
         thresholds: a
@@ -297,13 +297,13 @@ pub fn spec_from_args(a: &HttpArgs) -> Result<LoadSpec, SpecError> {
             .collect::<Result<_, _>>()?,
         unix_socket: a.unix_socket.clone(),
         max_error_rate: match &a.max_error_rate {
-            Some(f) => parse_fraction("max-error-rate", f)?,
+            Some(f) => parse_fraction("max_error_rate", f)?,
             None => LoadSpec::default().max_error_rate,
         },
         keepalive: !a.no_keepalive,
         pipeline: a.pipeline,
         timeout: parse_duration("timeout", &a.timeout)?,
-        connect_timeout: parse_duration("connect-timeout", &a.connect_timeout)?,
+        connect_timeout: parse_duration("connect_timeout", &a.connect_timeout)?,
         hdr_log: a.hdr_log.clone(),
         insecure: a.insecure,
         cacert: a.cacert.clone(),
@@ -339,7 +339,7 @@ pub fn run(g: &crate::Global, args: &HttpArgs) -> anyhow::Result<ExitCode> {
         Ok(r) => r,
         Err(LoadError::Spec(e)) => return Err(invalid(e)),
         Err(e) => {
-            let e = crate::exit::as_flags(&e.to_string(), SHORT);
+            let e = e.render(&flag);
             return Err(anyhow::anyhow!(e).context("cannot run the load test"));
         }
     };
@@ -437,17 +437,27 @@ pub fn record_with(
     Ok(id)
 }
 
-/// The flags the load library's field names stand for, where they are not `--field`.
-pub(crate) const SHORT: &[(&str, &str)] = &[
+/// The flags the load library's fields (as an experiment file names them) stand for,
+/// where they are not `--field`.
+const FLAGS: &[(&str, &str)] = &[
     ("requests", "-n"),
     ("duration", "-d"),
     ("thresholds", "--threshold"),
+    ("headers", "--header"),
+    ("keepalive", "--no-keepalive"),
+    ("http=2", "--http2"),
+    ("http=1.1", "--http1.1"),
 ];
 
-fn invalid(e: impl std::fmt::Display) -> anyhow::Error {
+/// This command's flag for a load spec field.
+pub(crate) fn flag(field: &str) -> String {
+    perflab_units::flag_for(FLAGS, field)
+}
+
+fn invalid(e: SpecError) -> anyhow::Error {
     anyhow::Error::new(InvalidInput(format!(
         "{} (see `perflab http --help`)",
-        crate::exit::as_flags(&e.to_string(), SHORT)
+        e.render(&flag)
     )))
 }
 

@@ -61,12 +61,8 @@ fn check_engine(args: &HttpArgs, spec: &LoadSpec) -> anyhow::Result<()> {
         return Err(bad("--engine ssh needs --agents HOST,...".into()));
     }
     let flag = if slurm { "--engine slurm" } else { "--agents" };
-    spec.to_table().map_err(|e| {
-        bad(format!(
-            "{flag}: {}",
-            crate::exit::as_flags(&e.to_string(), super::http::SHORT)
-        ))
-    })?;
+    spec.to_table()
+        .map_err(|e| bad(format!("{flag}: {}", e.render(&super::http::flag))))?;
     Ok(())
 }
 

@@ -76,10 +76,9 @@ pub fn experiment(a: &NetArgs) -> Result<Draft, InvalidInput> {
         size: a.size,
     };
     spec.validate().map_err(|e| {
-        InvalidInput(crate::exit::as_flags(
-            &e,
-            &[("streams", "-P"), ("peer", "PEER")],
-        ))
+        InvalidInput(
+            e.render(&|f| perflab_units::flag_for(&[("streams", "-P"), ("peer", "PEER")], f)),
+        )
     })?;
     oneliner::runs(a.runs)?;
     let draft = Draft::new("net", Kind::Net, &spec).map_err(oneliner::usage)?;

@@ -13,7 +13,8 @@ use std::str::FromStr;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
-use super::DiskError;
+use super::{bad, DiskError};
+use perflab_units::Phrase;
 
 /// Block size when none is given.
 pub const DEFAULT_BS: u64 = 1 << 20;
@@ -297,84 +298,103 @@ impl DiskSpec {
         self.ios().saturating_mul(self.bs.0)
     }
 
-    /// Checks everything that does not need the file system. Messages name the flag
-    /// (`--bs`) and its experiment-file key is the same word with `_`.
+    /// Checks everything that does not need the file system. Messages name the options
+    /// as fields (`bs`): an experiment file shows its key, the CLI its flag.
     // `is_multiple_of` needs Rust 1.87; the workspace's rust-version is 1.80.
     #[allow(clippy::manual_is_multiple_of)]
     pub fn validate(&self) -> Result<(), DiskError> {
-        let bad = |m: String| Err(DiskError::Invalid(m));
         if let Some(k) = &self.kind {
             if k != "disk" {
                 return bad(format!("workload kind {k:?} is not \"disk\""));
             }
         }
         if self.path.as_os_str().is_empty() {
-            return bad("PATH is empty: give a file to create or a directory".into());
+            return bad("PATH is empty: give a file to create or a directory");
         }
         let bs = self.bs.0;
         if bs == 0 {
-            return bad("`bs` 0: the block size must be at least 1 byte (e.g. `bs` 4k)".into());
+            return bad(Phrase::field("bs")
+                .then(" 0: the block size must be at least 1 byte (e.g. ")
+                .and_field("bs")
+                .then(" 4k)"));
         }
         if bs > MAX_BS {
-            return bad(format!(
-                "`bs` {}: the block size can be at most 1G",
-                self.bs
-            ));
+            return bad(
+                Phrase::field("bs").then(format!(" {}: the block size can be at most 1G", self.bs))
+            );
         }
         if self.count.is_some() && self.size.is_some() {
-            return bad("give `size` or `count`, not both".into());
+            return bad(Phrase::text("give ")
+                .and_field("size")
+                .then(" or ")
+                .and_field("count")
+                .then(", not both"));
         }
         if self.count == Some(0) {
-            return bad("`count` 0: nothing to do; give at least 1".into());
+            return bad(Phrase::field("count").then(" 0: nothing to do; give at least 1"));
         }
         if let Some(size) = self.size {
             if size.0 == 0 {
-                return bad("`size` 0: nothing to do (e.g. `size` 256M)".into());
+                return bad(Phrase::field("size")
+                    .then(" 0: nothing to do (e.g. ")
+                    .and_field("size")
+                    .then(" 256M)"));
             }
             if size.0 % bs != 0 {
-                return bad(format!(
-                    "`size` {} ({} bytes) is not a multiple of `bs` {} ({bs} bytes): use `count` N or a size of N × bs",
-                    size, size.0, self.bs
-                ));
+                return bad(Phrase::field("size")
+                    .then(format!(
+                        " {} ({} bytes) is not a multiple of ",
+                        size, size.0
+                    ))
+                    .and_field("bs")
+                    .then(format!(" {} ({bs} bytes): use ", self.bs))
+                    .and_field("count")
+                    .then(" N or a size of N × bs"));
             }
         } else if self.count.is_none() && DEFAULT_SIZE % bs != 0 {
-            return bad(format!(
-                "`bs` {} does not divide the default size 1G: give `size` or `count`",
-                self.bs
-            ));
+            return bad(Phrase::field("bs")
+                .then(format!(
+                    " {} does not divide the default size 1G: give ",
+                    self.bs
+                ))
+                .and_field("size")
+                .then(" or ")
+                .and_field("count"));
         }
         if self.ios().checked_mul(bs).is_none() {
-            return bad("`count` × `bs` overflows 64 bits".into());
+            return bad(Phrase::field("count")
+                .then(" × ")
+                .and_field("bs")
+                .then(" overflows 64 bits"));
         }
         if self.iodepth == 0 || self.iodepth > MAX_IODEPTH {
-            return bad(format!(
-                "`iodepth` {}: expected 1 to {MAX_IODEPTH}",
-                self.iodepth
-            ));
+            return bad(Phrase::field("iodepth")
+                .then(format!(" {}: expected 1 to {MAX_IODEPTH}", self.iodepth)));
         }
         let write = self.mode.is_write();
         if !write && self.dsync {
-            return bad(format!(
-                "`dsync` only applies to writes (mode {} reads)",
+            return bad(Phrase::field("dsync").then(format!(
+                " only applies to writes (mode {} reads)",
                 self.mode
-            ));
+            )));
         }
         if !write && self.fdatasync_end {
-            return bad(format!(
-                "`fdatasync_end` only applies to writes (mode {} reads)",
+            return bad(Phrase::field("fdatasync_end").then(format!(
+                " only applies to writes (mode {} reads)",
                 self.mode
-            ));
+            )));
         }
         if write && self.cached {
-            return bad(format!(
-                "`cached` only applies to read modes (mode {} writes)",
+            return bad(Phrase::field("cached").then(format!(
+                " only applies to read modes (mode {} writes)",
                 self.mode
-            ));
+            )));
         }
         if self.cached && self.direct {
-            return bad(
-                "`cached` and `direct` contradict: O_DIRECT bypasses the page cache".into(),
-            );
+            return bad(Phrase::field("cached")
+                .then(" and ")
+                .and_field("direct")
+                .then(" contradict: O_DIRECT bypasses the page cache"));
         }
         Ok(())
     }
@@ -406,7 +426,7 @@ mod tests {
 
     fn invalid(spec: &DiskSpec) -> String {
         match spec.validate() {
-            Err(DiskError::Invalid(m)) => m,
+            Err(DiskError::Invalid(m)) => m.to_string(),
             other => panic!("expected an invalid-input error, got {other:?}"),
         }
     }

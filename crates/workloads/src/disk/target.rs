@@ -16,7 +16,8 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use super::spec::DiskSpec;
-use super::DiskError;
+use super::{bad, DiskError};
+use perflab_units::Phrase;
 
 /// The block device behind a path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,8 +93,8 @@ pub fn prepare(spec: &DiskSpec) -> Result<Target, DiskError> {
         .as_ref()
         .is_some_and(|m| m.file_type().is_block_device());
     if spec.i_know_this_destroys_data.is_some() && !is_blk {
-        return Err(DiskError::Invalid(format!(
-            "`i_know_this_destroys_data` is only for block devices, and {} is not one",
+        return bad(Phrase::field("i_know_this_destroys_data").then(format!(
+            " is only for block devices, and {} is not one",
             path.display()
         )));
     }
@@ -155,10 +156,13 @@ fn create_new(file: &Path) -> Result<File, DiskError> {
         .mode(0o600)
         .open(file)
         .map_err(|e| match e.kind() {
-            io::ErrorKind::AlreadyExists => DiskError::Invalid(format!(
-                "{} exists: perflab disk never overwrites a file; give a new name",
-                file.display()
-            )),
+            io::ErrorKind::AlreadyExists => DiskError::Invalid(
+                format!(
+                    "{} exists: perflab disk never overwrites a file; give a new name",
+                    file.display()
+                )
+                .into(),
+            ),
             _ => DiskError::io(format!("cannot create {}", file.display()), e),
         })
 }
@@ -179,11 +183,13 @@ fn dio_alignment(
     }
     match statx_dio_align(created) {
         Some(0) if spec.direct => {
-            return Err(DiskError::Invalid(format!(
-                "the file system at {} ({}) does not support O_DIRECT: drop `direct` or use another directory",
+            return bad(Phrase::text(format!(
+                "the file system at {} ({}) does not support O_DIRECT: drop ",
                 dir.display(),
                 fs_type.unwrap_or("unknown")
-            )))
+            ))
+            .and_field("direct")
+            .then(" or use another directory"))
         }
         Some(a) if a > 0 => {
             dio_align = Some(dio_align.unwrap_or(0).max(a));
@@ -204,7 +210,6 @@ fn dio_alignment(
 /// The file to create for PATH: a fresh name inside a directory, or PATH itself when
 /// it is a new name in an existing directory. An existing file is never reused.
 fn file_to_create(path: &Path, meta: Option<&std::fs::Metadata>) -> Result<PathBuf, DiskError> {
-    let bad = |m: String| Err(DiskError::Invalid(m));
     Ok(match meta {
         Some(m) if m.is_dir() => path.join(format!(
             "perflab-disk-{}-{}.tmp",
@@ -247,7 +252,6 @@ fn file_to_create(path: &Path, meta: Option<&std::fs::Metadata>) -> Result<PathB
 
 fn prepare_device(spec: &DiskSpec, rdev: u64) -> Result<Target, DiskError> {
     let path = &spec.path;
-    let bad = |m: String| Err(DiskError::Invalid(m));
     if spec.mode.is_write() {
         let allowed = spec
             .i_know_this_destroys_data
@@ -255,10 +259,13 @@ fn prepare_device(spec: &DiskSpec, rdev: u64) -> Result<Target, DiskError> {
             .and_then(|d| std::fs::metadata(d).ok())
             .is_some_and(|m| m.file_type().is_block_device() && m.rdev() == rdev);
         if !allowed {
-            return bad(format!(
-                "refusing to write to the block device {p}: it destroys the data on it; if that is what you want, add `i_know_this_destroys_data` {p}",
-                p = path.display()
-            ));
+            return bad(Phrase::text(format!(
+                "refusing to write to the block device {}: it destroys the data on it; if \
+                     that is what you want, add ",
+                path.display()
+            ))
+            .and_field("i_know_this_destroys_data")
+            .then(format!(" {}", path.display())));
         }
         if let Some(at) = mounted_at(rdev) {
             return bad(format!(
@@ -272,11 +279,14 @@ fn prepare_device(spec: &DiskSpec, rdev: u64) -> Result<Target, DiskError> {
         .and_then(|mut f| io::Seek::seek(&mut f, io::SeekFrom::End(0)))
         .map_err(|e| DiskError::io(format!("cannot open {}", path.display()), e))?;
     if spec.total_bytes() > size {
-        return bad(format!(
-            "{} holds {size} bytes, less than the {} bytes asked for: lower `size` or `count`",
+        return bad(Phrase::text(format!(
+            "{} holds {size} bytes, less than the {} bytes asked for: lower ",
             path.display(),
             spec.total_bytes()
-        ));
+        ))
+        .and_field("size")
+        .then(" or ")
+        .and_field("count"));
     }
     let lbs = device.as_ref().map(|d| d.logical_block_size);
     let desc = format!("the logical block size of {}", path.display());
@@ -303,10 +313,7 @@ fn check_alignment(spec: &DiskSpec, align: u32, what: &str) -> Result<(), DiskEr
     let a = u64::from(align.max(1));
     if spec.bs.0 % a != 0 {
         let up = spec.bs.0.div_ceil(a) * a;
-        return Err(DiskError::Invalid(format!(
-            "`bs` {} is not a multiple of {a} bytes, {what}: O_DIRECT needs sizes and offsets aligned to it; use e.g. `bs` {up} or `bs` 4k, or drop `direct`",
-            spec.bs
-        )));
+        return Err(DiskError::Invalid(Phrase::field("bs").then(format!(" {} is not a multiple of {a} bytes, {what}: O_DIRECT needs sizes and offsets aligned to it; use e.g. ", spec.bs)).and_field("bs").then(format!(" {up} or ")).and_field("bs").then(" 4k, or drop ").and_field("direct")));
     }
     Ok(())
 }
