@@ -22,7 +22,8 @@
 //!   reduced there to what a trial stores — a [`ProfileResult`]: report, folded stacks,
 //!   flame graph, top functions — so what crosses back is small and is stored as a
 //!   local profile is. A host that cannot profile (no perf, not permitted) answers so
-//!   ([`Answer`]) and the session, with its service, goes on.
+//!   ([`SiteError::Refused`]) and the session, with its service, goes on; a session
+//!   that fails ([`SiteError::Link`]) is dropped, which stops what it ran there.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -38,12 +39,30 @@ use crate::experiment::{Ready, ServiceSpec};
 use crate::service::RunningService;
 use crate::template::Template;
 
+/// Why a host did not do what the runner asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SiteError {
+    /// The run cannot reach this host at all (no inventory, or none by that name).
+    #[error("{0}")]
+    NoHost(String),
+    /// The session failed — the host could not be reached, the connection dropped, an
+    /// answer did not come in time, or the far end answered out of turn. The runner
+    /// drops the session, which stops what it ran there.
+    #[error("{0}")]
+    Link(String),
+    /// The host answered no (no perf there, a service that would not start), and the
+    /// session itself is intact. Whether it goes on is the runner's call: a host that
+    /// cannot profile keeps its session and its service.
+    #[error("{0}")]
+    Refused(String),
+}
+
 /// Opens sessions with hosts (crate fleet: one ssh connection each).
 pub trait Sites {
     /// The address a workload reaches `host` at (`{service_host}`).
-    fn address(&self, host: &str) -> Result<String, String>;
+    fn address(&self, host: &str) -> Result<String, SiteError>;
     /// A session with perflab on `host`.
-    fn open(&self, host: &str) -> Result<Box<dyn Site>, String>;
+    fn open(&self, host: &str) -> Result<Box<dyn Site>, SiteError>;
 }
 
 /// One session with perflab on a host. Dropping it ends the session, and the host
@@ -51,27 +70,22 @@ pub trait Sites {
 pub trait Site {
     /// Starts the service and waits until it is ready (a service already running for
     /// this session is stopped first).
-    fn start_service(&mut self, req: &ServiceRequest) -> Result<ServiceStarted, String>;
+    fn start_service(&mut self, req: &ServiceRequest) -> Result<ServiceStarted, SiteError>;
     /// Ok while the service runs; why not (its exit and log tail) once it has ended.
-    fn check_service(&mut self) -> Result<(), String>;
+    fn check_service(&mut self) -> Result<(), SiteError>;
     /// Stops the service (its stop signal, SIGKILL after the grace) and returns its log.
-    fn stop_service(&mut self) -> Result<String, String>;
+    fn stop_service(&mut self) -> Result<String, SiteError>;
     /// Starts sampling; the process probe follows this session's service.
-    fn start_monitor(&mut self, monitor: &MonitorAttachment) -> Result<(), String>;
+    fn start_monitor(&mut self, monitor: &MonitorAttachment) -> Result<(), SiteError>;
     /// Stops sampling and returns what was recorded.
-    fn stop_monitor(&mut self) -> Result<Recording, String>;
+    fn stop_monitor(&mut self) -> Result<Recording, SiteError>;
     /// Starts recording a profile: this session's service when the profile targets it
     /// (the host refuses when none runs), else every CPU of the host. The pid
     /// profiled (None: the whole host).
-    fn start_profile(&mut self, profile: &ProfileAttachment) -> Answer<Option<i32>>;
+    fn start_profile(&mut self, profile: &ProfileAttachment) -> Result<Option<i32>, SiteError>;
     /// Stops recording and returns the profile, reduced there.
-    fn stop_profile(&mut self) -> Answer<ProfileResult>;
+    fn stop_profile(&mut self) -> Result<ProfileResult, SiteError>;
 }
-
-/// A host's answer to a request it may refuse while the session goes on: `Err` is a
-/// session that failed (the runner drops it, which stops what it ran), `Ok(Err(why))`
-/// the host's refusal (no perf there, say) with the session and its service intact.
-pub type Answer<T> = Result<Result<T, String>, String>;
 
 /// How a service tells it is ready, as data.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -9,7 +9,7 @@ use perflab_lab::service::RunningService;
 use perflab_lab::site::{ProfileRun, ServiceStarted};
 use perflab_telemetry::MonitorHandle;
 
-use super::{Reply, Request};
+use crate::wire::{Reply, Request};
 
 /// What this end of a session runs.
 struct Here {
