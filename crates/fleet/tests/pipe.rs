@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use perflab_fleet::pipe::{PipeLink, HOST_VAR};
 use perflab_fleet::{Fleet, Inventory, Ssh};
 use perflab_lab::experiment::Experiment;
-use perflab_lab::runner::{self, Observer, RunOptions, RunOutcome, Silent};
+use perflab_lab::observe::{Observer, Silent};
+use perflab_lab::runner::{self, RunOptions, RunOutcome};
 use perflab_store::{RunExport, RunStatus, Store};
 use perflab_workloads::spec::Builtin;
 

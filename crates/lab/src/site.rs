@@ -220,7 +220,7 @@ impl ServiceRequest {
             crate::service::free_port().map_err(|e| format!("cannot find a free port: {e}"))?;
         let mut vars = self.vars.clone();
         vars.insert("run_dir".into(), dir.display().to_string());
-        vars.insert("perflab".into(), crate::runner::perflab_exe());
+        vars.insert("perflab".into(), crate::exe::perflab_exe());
         vars.insert("port".into(), port.to_string());
         let svc = RunningService::start(&spec, &vars, dir, self.config, self.trial)?;
         Ok((spec, svc, port))

@@ -5,7 +5,7 @@
 use std::cell::Cell;
 use std::io::Write;
 
-use perflab_lab::runner::Observer;
+use perflab_lab::observe::Observer;
 use perflab_store::{RunId, Store};
 
 use super::export::Outcome;
