@@ -15,7 +15,8 @@
 //!   `[workload] host`) and its opener of sessions with hosts;
 //! - [`agent`] and [`agents`]: distributed load (`perflab http --agents`), the agent's
 //!   side and the controller's: split, barrier, merge; [`agents_trial`]: the same as
-//!   an experiment's trial (`[workload] agents = [...]`);
+//!   an experiment's trial (`[workload] agents = [...]`); [`placement`]: which hosts
+//!   or nodes it runs from, checked;
 //! - [`session`]: a session with a host for the service under test and the monitor
 //!   that run there (`[service] host`, `[monitor] host`).
 //!
@@ -30,6 +31,7 @@ pub mod hosts;
 pub mod inventory;
 pub mod link;
 pub mod pipe;
+pub mod placement;
 pub mod relay;
 pub mod remote;
 pub mod session;
