@@ -144,7 +144,12 @@ impl WorkerLink for Ssh {
     }
 
     fn worker(&self, host: &Host, perflab: &str) -> Result<Conn, LinkError> {
-        Ssh::worker(self, host, perflab).map(Conn::of_child)
+        Ssh::worker(self, host, perflab)
+            .map(Conn::of_child)
+            .map_err(|e| LinkError::Spawn {
+                program: self.program.clone(),
+                why: e.to_string(),
+            })
     }
 }
 

@@ -133,6 +133,7 @@ impl PipeLink {
         &self,
         host: &Host,
         there: UnixStream,
+        cut: UnixStream,
         factory: &Factory,
         scratch: &Path,
     ) -> std::io::Result<Box<dyn End>> {
@@ -141,7 +142,6 @@ impl PipeLink {
         let facts = serde_json::json!({ "hostname": host.name });
         self.running.fetch_add(1, Ordering::SeqCst);
         let running = Running(self.running.clone());
-        let cut = there.try_clone()?;
         let thread = std::thread::Builder::new()
             .name(format!("pipe-worker-{}", host.name))
             .spawn(move || {
@@ -202,7 +202,8 @@ impl WorkerLink for PipeLink {
         }
         let (end, stderr) = match &self.how {
             How::Thread(factory, scratch) => (
-                self.thread(host, there, factory, scratch).map_err(io)?,
+                self.thread(host, there, here.try_clone().map_err(io)?, factory, scratch)
+                    .map_err(io)?,
                 Box::new(std::io::empty()) as Box<dyn std::io::Read + Send>,
             ),
             How::Child(program, args) => self.process(host, there, program, args).map_err(io)?,
@@ -244,7 +245,8 @@ impl Drop for Half {
 /// A worker loop in a thread.
 struct Thread {
     thread: Option<JoinHandle<i32>>,
-    /// The worker's end, to cut the thread off.
+    /// The controller's end, to cut the thread off (the worker's own clones would
+    /// keep its side open).
     cut: UnixStream,
 }
 
@@ -281,5 +283,142 @@ impl End for Thread {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, Read};
+    use std::time::{Duration, Instant};
+
+    use perflab_workloads::spec::{Attachments, KindSpec, TrialSpec};
+    use perflab_workloads::{Measurement, MetricValue, TrialContext, Workload, WorkloadError};
+
+    use crate::wire::Event;
+
+    /// Trials that measure x = 2, or wait for their interrupt when `wait`.
+    struct Fake {
+        wait: bool,
+    }
+    struct Trial {
+        wait: bool,
+    }
+    impl WorkloadFactory for Fake {
+        fn build(&self, _: &TrialSpec) -> Result<Box<dyn Workload>, WorkloadError> {
+            Ok(Box::new(Trial { wait: self.wait }))
+        }
+    }
+    impl Workload for Trial {
+        fn run(&self, ctx: &TrialContext) -> Result<Measurement, WorkloadError> {
+            let t = Instant::now();
+            while self.wait && t.elapsed() < Duration::from_secs(20) {
+                if ctx.interrupted.load(Ordering::SeqCst) {
+                    return Err(WorkloadError::Interrupted);
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Ok(Measurement {
+                metrics: vec![MetricValue::new("x", "", 2.0, "higher")],
+                ..Default::default()
+            })
+        }
+    }
+
+    fn host(name: &str) -> Host {
+        Host {
+            name: name.into(),
+            address: None,
+            port: None,
+            user: None,
+            identity: None,
+            known_hosts: None,
+            jump: None,
+            perflab: None,
+        }
+    }
+
+    fn spec_line() -> String {
+        let t = TrialSpec {
+            workload: KindSpec::Command(Default::default()),
+            params: Default::default(),
+            repetition: 1,
+            ordinal: 1,
+            warmup: false,
+            cpus: None,
+            timeout_s: None,
+            attachments: Attachments::default(),
+        };
+        serde_json::to_string(&t).unwrap() + "\n"
+    }
+
+    fn link(wait: bool) -> (tempfile::TempDir, PipeLink) {
+        let dir = tempfile::tempdir().unwrap();
+        let link = PipeLink::with_factory(dir.path(), Arc::new(Fake { wait }));
+        (dir, link)
+    }
+
+    fn until_ended(link: &PipeLink) {
+        let t = Instant::now();
+        while link.running() > 0 {
+            assert!(
+                t.elapsed() < Duration::from_secs(5),
+                "the worker loop runs on"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn an_in_process_worker_answers_a_trial_and_its_loop_ends() {
+        let (_dir, link) = link(false);
+        let mut conn = link.worker(&host("a"), "perflab").unwrap();
+        let stdin = conn.stdin.as_mut().unwrap();
+        stdin.write_all(spec_line().as_bytes()).unwrap();
+        // Two lines: the worker's start, then its answer.
+        let lines: Vec<Event> = BufReader::new(conn.stdout.take().unwrap())
+            .lines()
+            .take(2)
+            .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+            .collect();
+        assert!(matches!(&lines[0], Event::Started { host, .. } if host["hostname"] == "a"));
+        let m = lines[1].clone().into_result().unwrap().unwrap();
+        assert_eq!(m.metrics[0].value, 2.0);
+        conn.hang_up(Duration::from_secs(5));
+        until_ended(&link);
+    }
+
+    #[test]
+    fn a_host_taken_down_cuts_its_link_and_refuses_new_ones() {
+        let (_dir, link) = link(true);
+        let mut conn = link.worker(&host("a"), "perflab").unwrap();
+        let other = link.worker(&host("b"), "perflab").unwrap();
+        conn.stdin
+            .as_mut()
+            .unwrap()
+            .write_all(spec_line().as_bytes())
+            .unwrap();
+        let mut out = conn.stdout.take().unwrap();
+        let mut first = [0u8; 1];
+        out.read_exact(&mut first).unwrap();
+        link.down("a");
+        // The controller reads the end; the worker read the end of its stdin, stopped
+        // its trial and ended (b's is untouched).
+        let mut rest = String::new();
+        let _ = out.read_to_string(&mut rest);
+        let t = Instant::now();
+        while link.running() > 1 {
+            assert!(t.elapsed() < Duration::from_secs(5), "a's worker runs on");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let e = link.worker(&host("a"), "perflab").err().unwrap();
+        assert!(
+            e.to_string().contains("host a") && e.to_string().contains("down"),
+            "{e}"
+        );
+        link.up("a");
+        drop(link.worker(&host("a"), "perflab").unwrap());
+        drop(other);
+        until_ended(&link);
     }
 }

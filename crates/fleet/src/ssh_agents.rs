@@ -30,7 +30,7 @@ impl Session {
         let mut child = fleet
             .ssh
             .worker(host, &perflab)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| format!("cannot run {}: {e}", fleet.ssh.program))?;
         let stdout = child.stdout.take().expect("piped stdout");
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {

@@ -3,9 +3,11 @@
 //! telemetry sampled beside it (`[monitor] host = "b"`) and its profile
 //! (`[profile] host = "b"`).
 //!
-//! It is the same `ssh HOST perflab worker` as a remote trial, kept open for the whole
-//! run: the controller writes one [`Request`](crate::wire::Request) per line on the worker's stdin, the
-//! worker answers each with one [`Reply`](crate::wire::Reply) per line on stdout ([`serve`] is its side,
+//! It is the same `perflab worker` as a remote trial, reached the same way (`ssh HOST
+//! perflab worker`, or the fleet's other [`WorkerLink`](crate::link::WorkerLink)), kept
+//! open for the whole run: the controller writes one [`Request`](crate::wire::Request)
+//! per line on the worker's stdin, the worker answers each with one
+//! [`Reply`](crate::wire::Reply) per line on stdout ([`serve`] is its side,
 //! [`HostSession`] the controller's). The worker does the work with the code a local
 //! trial uses (`perflab_lab::site`): the service is rendered there and started by
 //! `RunningService` — own process group, log file, readiness check — and the monitor
