@@ -15,8 +15,8 @@
 //!   `[workload] host`) and its opener of sessions with hosts;
 //! - [`agent`] and [`agents`]: distributed load (`perflab http --agents`), the agent's
 //!   side and the controller's: split, barrier, merge; [`agents_trial`]: the same as
-//!   an experiment's trial (`[workload] agents = [...]`); [`placement`]: which hosts
-//!   or nodes it runs from, checked;
+//!   an experiment's trial (`[workload] agents = [...]`); [`agent_hosts`]: which
+//!   hosts or nodes it runs from, checked;
 //! - [`session`]: a session with a host for the service under test and the monitor
 //!   that run there (`[service] host`, `[monitor] host`).
 //!
@@ -24,6 +24,7 @@
 //! same spec a local trial runs is what the worker reads.
 
 pub mod agent;
+pub mod agent_hosts;
 pub mod agents;
 pub mod agents_trial;
 pub mod deploy;
@@ -31,7 +32,6 @@ pub mod hosts;
 pub mod inventory;
 pub mod link;
 pub mod pipe;
-pub mod placement;
 pub mod relay;
 pub mod remote;
 pub mod session;

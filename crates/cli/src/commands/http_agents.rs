@@ -3,23 +3,24 @@
 //!
 //! The work is `perflab_fleet::agents` (split, barrier, merge, bounded waits) over one
 //! of its links — the fleet's ssh transport and deploy, or one `srun`
-//! (`perflab_fleet::slurm`), placed by `perflab_fleet::placement` (which hosts, their
-//! weights, how many nodes); this file checks which flags go together, maps a
-//! placement's error to its flag (every bad one exits 2 before any host is contacted), prints the merged report — the same table and JSON
-//! contract as a one-host run — with a per-agent table (or the `agents` array and
-//! `start_skew_ms` in `--json`), records the run with the merged histogram, and maps
-//! the outcome to exit codes: a lost agent is 4, as failed requests are; Ctrl-C is 130.
+//! (`perflab_fleet::slurm`) — with its hosts or nodes chosen and checked by
+//! `perflab_fleet::agent_hosts`. This file checks which flags go together, maps an
+//! error of the agents' hosts to its flag (every bad one exits 2 before any host is
+//! contacted), prints the merged report — the same table and JSON contract as a
+//! one-host run — with a per-agent table (or the `agents` array and `start_skew_ms` in
+//! `--json`), records the run with the merged histogram, and maps the outcome to exit
+//! codes: a lost agent is 4, as failed requests are; Ctrl-C is 130.
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use comfy_table::{Cell, CellAlignment, Table};
+use perflab_fleet::agent_hosts::{
+    self, AgentHostsError, Field, SlurmAsk, SshAgents, DEFAULT_INVENTORY,
+};
 use perflab_fleet::agents::{Link, Outcome, Plan};
 use perflab_fleet::agents_trial::{self, agent_json};
-use perflab_fleet::placement::{
-    self, Field, PlacementError, SlurmAsk, SshAgents, DEFAULT_INVENTORY,
-};
 use perflab_fleet::slurm::SlurmLink;
 use perflab_fleet::ssh_agents::SshLink;
 use perflab_fleet::{Fleet, Ssh};
@@ -73,7 +74,7 @@ fn check_engine(args: &HttpArgs, spec: &LoadSpec) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The flag that sets a field of the placement.
+/// The flag that sets a field of the agents' hosts.
 fn flag(f: Field) -> &'static str {
     match f {
         Field::Agents => "--agents",
@@ -85,17 +86,17 @@ fn flag(f: Field) -> &'static str {
     }
 }
 
-/// A placement the flags asked for cannot be made: a usage error naming the flag
+/// The agents' hosts the flags asked for cannot be had: a usage error naming the flag
 /// (exit 2), except this perflab's own path not found (exit 1).
-fn placement_error(e: PlacementError) -> anyhow::Error {
+fn hosts_error(e: AgentHostsError) -> anyhow::Error {
     match &e {
-        PlacementError::NoInventory => bad(format!(
+        AgentHostsError::NoInventory => bad(format!(
             "--agents needs an inventory: no {DEFAULT_INVENTORY} here; name one with --hosts FILE"
         )),
-        PlacementError::WeightCount { weights, agents } => bad(format!(
+        AgentHostsError::WeightCount { weights, agents } => bad(format!(
             "--agent-weights has {weights} weights for {agents} agents: give one per agent, in the order of --agents"
         )),
-        PlacementError::NoPerflab(_) => anyhow::anyhow!("{e} (give --perflab PATH)"),
+        AgentHostsError::NoPerflab(_) => anyhow::anyhow!("{e} (give --perflab PATH)"),
         _ => bad(format!("{}: {e}", flag(e.field()))),
     }
 }
@@ -118,7 +119,7 @@ pub fn run(g: &crate::Global, args: &HttpArgs, spec: LoadSpec) -> anyhow::Result
             immediate_s: Ssh::default().connect_timeout_s,
         };
         let srun =
-            placement::srun(&ask, &spec, |k| std::env::var(k).ok()).map_err(placement_error)?;
+            agent_hosts::srun(&ask, &spec, |k| std::env::var(k).ok()).map_err(hosts_error)?;
         let mut link = SlurmLink::new(srun);
         let (outcome, stop) = launch(&mut link, &spec, None, progress)?;
         let names: Vec<&str> = outcome.agents.iter().map(|a| a.name.as_str()).collect();
@@ -127,8 +128,8 @@ pub fn run(g: &crate::Global, args: &HttpArgs, spec: LoadSpec) -> anyhow::Result
         (outcome, stop)
     } else {
         let SshAgents { inventory, weights } =
-            placement::ssh_agents(&args.agents, args.hosts.as_deref(), &args.agent_weights)
-                .map_err(placement_error)?;
+            agent_hosts::ssh_agents(&args.agents, args.hosts.as_deref(), &args.agent_weights)
+                .map_err(hosts_error)?;
         let scratch = std::env::temp_dir().join(format!("perflab-agents-{}", std::process::id()));
         std::fs::create_dir_all(&scratch)?;
         let fleet = Fleet::new(

@@ -1,7 +1,8 @@
 //! Where a distributed load runs (`perflab http URL --agents a,b`, or `--engine slurm`):
 //! the rules that turn what was asked — agent names and an inventory, or a node count —
-//! into a [`Placement`] the agents' controller can launch, each refused with a typed
-//! [`PlacementError`] before any host is contacted.
+//! into what the agents' controller launches ([`SshAgents`] or a Slurm [`Srun`]), each
+//! refused with a typed [`AgentHostsError`] before any host is contacted. (Where an
+//! experiment's trials run is another rule set; this one is the distributed load's.)
 //!
 //! The rules: an inventory is given or `hosts.toml` is here; every agent is named once,
 //! non-empty, and is in it; weights, when given, are one positive number per agent;
@@ -42,7 +43,7 @@ pub enum Field {
 
 /// Why a distributed load cannot be placed.
 #[derive(Debug, thiserror::Error)]
-pub enum PlacementError {
+pub enum AgentHostsError {
     #[error("no {DEFAULT_INVENTORY} here, and no inventory was named")]
     NoInventory,
     #[error("{}: {source}", path.display())]
@@ -70,18 +71,18 @@ pub enum PlacementError {
     NoPerflab(String),
 }
 
-impl PlacementError {
+impl AgentHostsError {
     /// The field of the request it is about.
     pub fn field(&self) -> Field {
         match self {
-            PlacementError::NoInventory | PlacementError::Inventory { .. } => Field::Inventory,
-            PlacementError::EmptyName
-            | PlacementError::NotInInventory { .. }
-            | PlacementError::Twice(_) => Field::Agents,
-            PlacementError::WeightCount { .. } | PlacementError::BadWeight(_) => Field::Weights,
-            PlacementError::NoNodes | PlacementError::TooManyNodes { .. } => Field::Nodes,
-            PlacementError::NoSrun(_) => Field::Srun,
-            PlacementError::NoPerflab(_) => Field::Perflab,
+            AgentHostsError::NoInventory | AgentHostsError::Inventory { .. } => Field::Inventory,
+            AgentHostsError::EmptyName
+            | AgentHostsError::NotInInventory { .. }
+            | AgentHostsError::Twice(_) => Field::Agents,
+            AgentHostsError::WeightCount { .. } | AgentHostsError::BadWeight(_) => Field::Weights,
+            AgentHostsError::NoNodes | AgentHostsError::TooManyNodes { .. } => Field::Nodes,
+            AgentHostsError::NoSrun(_) => Field::Srun,
+            AgentHostsError::NoPerflab(_) => Field::Perflab,
         }
     }
 }
@@ -99,27 +100,27 @@ pub fn ssh_agents(
     agents: &[String],
     inventory: Option<&Path>,
     weights: &[String],
-) -> Result<SshAgents, PlacementError> {
+) -> Result<SshAgents, AgentHostsError> {
     let path = inventory.unwrap_or(Path::new(DEFAULT_INVENTORY));
     if inventory.is_none() && !path.exists() {
-        return Err(PlacementError::NoInventory);
+        return Err(AgentHostsError::NoInventory);
     }
-    let inventory = Inventory::load(path).map_err(|source| PlacementError::Inventory {
+    let inventory = Inventory::load(path).map_err(|source| AgentHostsError::Inventory {
         path: path.to_path_buf(),
         source,
     })?;
     for (i, a) in agents.iter().enumerate() {
         if a.trim().is_empty() {
-            return Err(PlacementError::EmptyName);
+            return Err(AgentHostsError::EmptyName);
         }
         inventory
             .get(a)
-            .map_err(|why| PlacementError::NotInInventory {
+            .map_err(|why| AgentHostsError::NotInInventory {
                 name: a.clone(),
                 why,
             })?;
         if agents[..i].contains(a) {
-            return Err(PlacementError::Twice(a.clone()));
+            return Err(AgentHostsError::Twice(a.clone()));
         }
     }
     let weights = (!weights.is_empty())
@@ -129,9 +130,9 @@ pub fn ssh_agents(
 }
 
 /// One positive weight per agent.
-fn parse_weights(weights: &[String], agents: usize) -> Result<Vec<f64>, PlacementError> {
+fn parse_weights(weights: &[String], agents: usize) -> Result<Vec<f64>, AgentHostsError> {
     if weights.len() != agents {
-        return Err(PlacementError::WeightCount {
+        return Err(AgentHostsError::WeightCount {
             weights: weights.len(),
             agents,
         });
@@ -143,7 +144,7 @@ fn parse_weights(weights: &[String], agents: usize) -> Result<Vec<f64>, Placemen
                 .parse::<f64>()
                 .ok()
                 .filter(|x| x.is_finite() && *x > 0.0)
-                .ok_or_else(|| PlacementError::BadWeight(w.clone()))
+                .ok_or_else(|| AgentHostsError::BadWeight(w.clone()))
         })
         .collect()
 }
@@ -166,19 +167,19 @@ pub fn srun(
     ask: &SlurmAsk,
     spec: &LoadSpec,
     var: impl Fn(&str) -> Option<String>,
-) -> Result<Srun, PlacementError> {
-    let program = crate::slurm::find_srun().map_err(PlacementError::NoSrun)?;
+) -> Result<Srun, AgentHostsError> {
+    let program = crate::slurm::find_srun().map_err(AgentHostsError::NoSrun)?;
     let in_allocation = var("SLURM_JOB_NUM_NODES").and_then(|n| n.trim().parse::<u32>().ok());
     let nodes = ask.nodes.or(in_allocation).unwrap_or(2);
     if nodes == 0 {
-        return Err(PlacementError::NoNodes);
+        return Err(AgentHostsError::NoNodes);
     }
     // -c / -n too small to give every node a share: refused before srun runs.
     crate::agents::segments(spec, &vec![1.0; nodes as usize])
-        .map_err(|why| PlacementError::TooManyNodes { nodes, why })?;
+        .map_err(|why| AgentHostsError::TooManyNodes { nodes, why })?;
     let perflab = match &ask.perflab {
         Some(p) => p.clone(),
-        None => std::env::current_exe().map_err(|e| PlacementError::NoPerflab(e.to_string()))?,
+        None => std::env::current_exe().map_err(|e| AgentHostsError::NoPerflab(e.to_string()))?,
     };
     Ok(Srun {
         program,
@@ -211,24 +212,24 @@ mod tests {
         assert_eq!(ok.weights, Some(vec![1.0, 3.0]));
         let err =
             |a: &[&str], w: &[&str]| ssh_agents(&names(a), Some(&inv), &names(w)).unwrap_err();
-        assert!(matches!(err(&["a", "a"], &[]), PlacementError::Twice(n) if n == "a"));
+        assert!(matches!(err(&["a", "a"], &[]), AgentHostsError::Twice(n) if n == "a"));
         let e = err(&["c"], &[]);
         assert_eq!(e.field(), Field::Agents);
         assert!(e.to_string().starts_with("c: "), "{e}");
-        assert!(matches!(err(&[" "], &[]), PlacementError::EmptyName));
+        assert!(matches!(err(&[" "], &[]), AgentHostsError::EmptyName));
         let e = err(&["a", "b"], &["1"]);
         assert_eq!(e.field(), Field::Weights);
         assert!(matches!(
             e,
-            PlacementError::WeightCount {
+            AgentHostsError::WeightCount {
                 weights: 1,
                 agents: 2
             }
         ));
-        assert!(matches!(err(&["a"], &["-1"]), PlacementError::BadWeight(w) if w == "-1"));
+        assert!(matches!(err(&["a"], &["-1"]), AgentHostsError::BadWeight(w) if w == "-1"));
         assert!(matches!(
             err(&["a"], &["inf"]),
-            PlacementError::BadWeight(_)
+            AgentHostsError::BadWeight(_)
         ));
     }
 
