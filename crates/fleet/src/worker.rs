@@ -63,22 +63,7 @@ pub fn serve(
             return 1;
         }
     };
-    let interrupted = Arc::new(AtomicBool::new(false));
-    {
-        // The rest of stdin is only ever its end: the controller is gone.
-        let flag = interrupted.clone();
-        std::thread::spawn(move || {
-            let mut sink = Vec::new();
-            loop {
-                sink.clear();
-                match input.read_until(b'\n', &mut sink) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {}
-                }
-            }
-            flag.store(true, Ordering::SeqCst);
-        });
-    }
+    let interrupted = interrupted_at_eof(input);
     let _ = send(
         &mut out,
         &Event::Started {
@@ -87,6 +72,42 @@ pub fn serve(
             host,
         },
     );
+    let result = run_trial(&spec, factory, interrupted, scratch);
+    let ok = result.is_ok();
+    let sent = send(&mut out, &Event::of(result));
+    if ok && sent.is_ok() {
+        0
+    } else {
+        1
+    }
+}
+
+/// A flag set when `input` ends: the rest of stdin is only ever its end (the
+/// controller is gone, or hung up).
+fn interrupted_at_eof(mut input: impl BufRead + Send + 'static) -> Arc<AtomicBool> {
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let flag = interrupted.clone();
+    std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        loop {
+            sink.clear();
+            match input.read_until(b'\n', &mut sink) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+        flag.store(true, Ordering::SeqCst);
+    });
+    interrupted
+}
+
+/// Runs the trial in a scratch directory of its own, removed after.
+fn run_trial(
+    spec: &TrialSpec,
+    factory: &dyn WorkloadFactory,
+    interrupted: Arc<AtomicBool>,
+    scratch: &std::path::Path,
+) -> Result<perflab_workloads::Measurement, WorkloadError> {
     // One trial per worker process, but pipe links (crate::pipe) run several workers
     // in one process: a counter keeps their directories apart.
     static TRIALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -98,19 +119,13 @@ pub fn serve(
         let ctx = TrialContext {
             cpus: spec.cpu_set()?,
             timeout: spec.timeout(),
-            interrupted: interrupted.clone(),
+            interrupted,
             run_dir: run_dir.clone(),
         };
-        factory.build(&spec)?.run(&ctx)
+        factory.build(spec)?.run(&ctx)
     })();
     let _ = std::fs::remove_dir_all(&run_dir);
-    let ok = result.is_ok();
-    let sent = send(&mut out, &Event::of(result));
-    if ok && sent.is_ok() {
-        0
-    } else {
-        1
-    }
+    result
 }
 
 #[cfg(test)]
