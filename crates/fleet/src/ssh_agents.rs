@@ -1,6 +1,6 @@
 //! The ssh [`Link`] of a distributed load (`perflab http --agents a,b`): one `ssh HOST
 //! exec PERFLAB worker` per inventory host, with the same transport and deploy as
-//! every remote trial ([`crate::remote::Fleet`]). Each agent has a session of its own,
+//! every remote trial ([`crate::hosts::Fleet`]). Each agent has a session of its own,
 //! so each gets its own segment, and a lost one is hung up alone.
 //!
 //! The sessions are opened in parallel (a slow host's deploy does not hold up the

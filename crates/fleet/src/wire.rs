@@ -148,7 +148,7 @@ pub enum Order {
     /// This agent's segment, in `LoadSpec`'s table form (`LoadSpec::to_table`).
     Spec(serde_json::Value),
     /// The whole load and how it is shared (Slurm: one broadcast for every task); each
-    /// task runs `segments(spec, weights)` at its position in `tasks` ([`segment_of`]).
+    /// task runs `segments(spec, weights)` at its position in `tasks` ([`segment_of`](crate::agent::segment_of)).
     Share {
         spec: serde_json::Value,
         tasks: Vec<usize>,
