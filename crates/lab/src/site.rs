@@ -24,6 +24,9 @@
 //!   local profile is. A host that cannot profile (no perf, not permitted) answers so
 //!   ([`SiteError::Refused`]) and the session, with its service, goes on; a session
 //!   that fails ([`SiteError::Link`]) is dropped, which stops what it ran there.
+//!
+//! What the far end could not do it reports as a [`HereError`] (the runner, doing the
+//! same for a local trial, gets the same); what crosses back is its message.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -55,6 +58,28 @@ pub enum SiteError {
     /// cannot profile keeps its session and its service.
     #[error("{0}")]
     Refused(String),
+}
+
+/// Why a part of a trial could not be started or stopped on this machine — by the
+/// runner for a local trial, or by a host's worker at the far end of a session (whose
+/// reply carries the message).
+#[derive(Debug, thiserror::Error)]
+pub enum HereError {
+    /// The request does not read back as a service (a template, `cpus`, `ready`, a
+    /// duration).
+    #[error("{0}")]
+    Request(String),
+    #[error("cannot find a free port: {0}")]
+    Port(std::io::Error),
+    /// The service would not start or get ready.
+    #[error("{0}")]
+    Service(String),
+    /// The monitor would not start.
+    #[error("{0}")]
+    Monitor(String),
+    /// perf would not start, or its recording could not be read back.
+    #[error("{0}")]
+    Profile(String),
 }
 
 /// Opens sessions with hosts (crate fleet: one ssh connection each).
@@ -167,7 +192,11 @@ impl ServiceSpec {
 
 impl ServiceRequest {
     /// The service spec again (templates parsed back, CPUs checked on this host).
-    pub fn spec(&self) -> Result<ServiceSpec, String> {
+    pub fn spec(&self) -> Result<ServiceSpec, HereError> {
+        self.spec_or_why().map_err(HereError::Request)
+    }
+
+    fn spec_or_why(&self) -> Result<ServiceSpec, String> {
         let t = |s: &str| Template::parse(s, &|_| true).map_err(|u| u.name);
         let secs = |s: f64, what: &str| {
             Duration::try_from_secs_f64(s).map_err(|e| format!("service {what}: {e}"))
@@ -214,15 +243,15 @@ impl ServiceRequest {
 
     /// Starts the service here, in `dir`, as the far end of a [`Site`]: the request's
     /// values with this host's `run_dir`, `perflab` and a `port` free here.
-    pub fn start_here(&self, dir: &Path) -> Result<(ServiceSpec, RunningService, u16), String> {
+    pub fn start_here(&self, dir: &Path) -> Result<(ServiceSpec, RunningService, u16), HereError> {
         let spec = self.spec()?;
-        let port =
-            crate::service::free_port().map_err(|e| format!("cannot find a free port: {e}"))?;
+        let port = crate::service::free_port().map_err(HereError::Port)?;
         let mut vars = self.vars.clone();
         vars.insert("run_dir".into(), dir.display().to_string());
         vars.insert("perflab".into(), crate::exe::perflab_exe());
         vars.insert("port".into(), port.to_string());
-        let svc = RunningService::start(&spec, &vars, dir, self.config, self.trial)?;
+        let svc = RunningService::start(&spec, &vars, dir, self.config, self.trial)
+            .map_err(HereError::Service)?;
         Ok((spec, svc, port))
     }
 }
@@ -232,14 +261,14 @@ impl ServiceRequest {
 pub fn start_monitor(
     cfg: &MonitorAttachment,
     service: Option<i32>,
-) -> Result<MonitorHandle, String> {
-    let probes = Probe::parse_list(&cfg.probes).map_err(|e| e.to_string())?;
+) -> Result<MonitorHandle, HereError> {
+    let probes = Probe::parse_list(&cfg.probes).map_err(|e| HereError::Monitor(e.to_string()))?;
     let follow = probes.contains(&Probe::Process);
     let mut m = MonitorSpec::new(Duration::from_secs_f64(cfg.interval_s), probes);
     if follow {
         m.pid = service;
     }
-    Monitor::start(m).map_err(|e| e.to_string())
+    Monitor::start(m).map_err(|e| HereError::Monitor(e.to_string()))
 }
 
 /// A trial's profile reduced to what the trial stores (`profile.json`,
@@ -297,9 +326,12 @@ impl ProfileRun {
     }
 
     /// Stops recording and reduces the profile.
-    pub fn stop(self) -> Result<ProfileResult, String> {
+    pub fn stop(self) -> Result<ProfileResult, HereError> {
         let (top, pid) = (self.top, self.pid);
-        let p = self.running.stop().map_err(|e| e.to_string())?;
+        let p = self
+            .running
+            .stop()
+            .map_err(|e| HereError::Profile(e.to_string()))?;
         Ok(ProfileResult::of(&p, top, pid))
     }
 }
@@ -310,7 +342,7 @@ pub fn start_profile(
     cfg: &ProfileAttachment,
     service: Option<i32>,
     dir: PathBuf,
-) -> Result<ProfileRun, String> {
+) -> Result<ProfileRun, HereError> {
     profile(cfg, service, dir, CommandOutput::Inherit)
 }
 
@@ -320,7 +352,7 @@ pub fn start_profile_here(
     cfg: &ProfileAttachment,
     service: Option<i32>,
     dir: PathBuf,
-) -> Result<ProfileRun, String> {
+) -> Result<ProfileRun, HereError> {
     profile(cfg, service, dir, CommandOutput::Stderr)
 }
 
@@ -329,7 +361,7 @@ fn profile(
     service: Option<i32>,
     dir: PathBuf,
     command_output: CommandOutput,
-) -> Result<ProfileRun, String> {
+) -> Result<ProfileRun, HereError> {
     let (target, pid) = match (service, cfg.service) {
         (Some(pid), true) => (Target::Pid(pid), Some(pid)),
         _ => (Target::System, None),
@@ -342,7 +374,7 @@ fn profile(
         command_output,
         ..Default::default()
     };
-    let running = Profiler::start(&spec).map_err(|e| e.to_string())?;
+    let running = Profiler::start(&spec).map_err(|e| HereError::Profile(e.to_string()))?;
     Ok(ProfileRun {
         running,
         pid,

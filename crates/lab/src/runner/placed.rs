@@ -253,7 +253,9 @@ impl Runner<'_> {
         let started = match &host {
             None => {
                 let pid = self.service.as_ref().and_then(Service::local_pid);
-                crate::site::start_monitor(cfg, pid).map(Monitoring::Local)
+                crate::site::start_monitor(cfg, pid)
+                    .map(Monitoring::Local)
+                    .map_err(|e| e.to_string())
             }
             Some(h) => self
                 .on_site(&h.name, true, |s| s.start_monitor(cfg))
