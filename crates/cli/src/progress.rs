@@ -4,7 +4,7 @@
 use std::io::IsTerminal;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use perflab_lab::runner::Observer;
+use perflab_lab::observe::Observer;
 use perflab_store::RunId;
 
 pub struct Progress {

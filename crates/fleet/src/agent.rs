@@ -28,52 +28,8 @@ use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use crate::wire::{now_ns, Order, Said, Task};
 use perflab_load::{encode_histogram, LoadSpec, Observer, SecondPoint};
-use serde::{Deserialize, Serialize};
-
-use crate::worker::now_ns;
-
-/// What the controller sends an agent, one JSON value per line.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Order {
-    /// The first line: be an agent (answered with [`Said::Hello`]).
-    Agent,
-    /// This agent's segment, in `LoadSpec`'s table form (`LoadSpec::to_table`).
-    Spec(serde_json::Value),
-    /// The whole load and how it is shared (Slurm: one broadcast for every task); each
-    /// task runs `segments(spec, weights)` at its position in `tasks` ([`segment_of`]).
-    Share {
-        spec: serde_json::Value,
-        tasks: Vec<usize>,
-        weights: Vec<f64>,
-    },
-    /// The barrier is passed: start now.
-    Go,
-}
-
-/// Which Slurm task this agent is (`SLURM_PROCID`, `SLURM_NTASKS`, `SLURMD_NODENAME`);
-/// None outside `srun`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Task {
-    pub id: usize,
-    pub count: usize,
-    #[serde(default)]
-    pub node: Option<String>,
-}
-
-impl Task {
-    /// From the environment `var` reads (`std::env::var` in the agent).
-    pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Option<Task> {
-        let num = |k: &str| var(k).and_then(|v| v.trim().parse::<usize>().ok());
-        let (id, count) = (num("SLURM_PROCID")?, num("SLURM_NTASKS")?);
-        (id < count).then(|| Task {
-            id,
-            count,
-            node: var("SLURMD_NODENAME").filter(|n| !n.trim().is_empty()),
-        })
-    }
-}
 
 /// Task `task`'s segment of the whole load `spec` shared by `weights` among `tasks`
 /// (the same split the controller made: [`crate::agents::segments`]); None when the
@@ -96,43 +52,6 @@ pub fn segment_of(
     };
     let mut segs = crate::agents::segments(spec, weights)?;
     Ok(Some(segs.swap_remove(at)))
-}
-
-/// What an agent says, one JSON object per line.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
-pub enum Said {
-    /// This host's clock now, ns since the epoch, and its facts (`HostInfo`).
-    Hello {
-        unix_ns: u64,
-        cores: Option<u32>,
-        host: serde_json::Value,
-        /// Under `srun`: which task this is (the controller names the agent by its node).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        task: Option<Task>,
-    },
-    /// The segment is checked and ready to start; this host's clock when the order
-    /// arrived and now (the controller's offset: the exchange's round trip, less the
-    /// checking in between — an agent that omits them keeps its hello's offset).
-    Armed {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        received_ns: Option<u64>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        unix_ns: Option<u64>,
-    },
-    /// The load starts now, by this host's clock.
-    Running { unix_ns: u64 },
-    /// One recorded second: its latency histogram (µs), compressed V2 in base64.
-    Second { second: u64, histogram: String },
-    /// The segment's result: the report (its JSON form) and its latency histograms.
-    Report {
-        report: serde_json::Value,
-        histogram: String,
-        #[serde(default)]
-        histogram_uncorrected: Option<String>,
-    },
-    /// The segment could not run, and why.
-    Failed { message: String },
 }
 
 /// Writes one line; false when nobody listens any more.

@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use perflab_load::{decode_histogram, LoadSpec, Report};
 
-use crate::agent::{Order, Said};
+use crate::wire::{Order, Said};
 
 /// The time a step may take beyond the work itself (a connection, a slow host).
 pub const SLACK: Duration = Duration::from_secs(30);
@@ -204,7 +204,7 @@ struct Agent {
 }
 
 pub(crate) fn now_ns() -> i128 {
-    i128::from(crate::worker::now_ns())
+    i128::from(crate::wire::now_ns())
 }
 
 impl Agent {

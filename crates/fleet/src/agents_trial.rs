@@ -15,7 +15,7 @@ use perflab_workloads::http::{Agents, HttpWorkload};
 use perflab_workloads::{ArtifactData, Measurement, TrialContext, Workload, WorkloadError};
 
 use crate::agents::{AgentOutcome, Outcome, Plan};
-use crate::remote::Fleet;
+use crate::hosts::Fleet;
 use crate::ssh_agents::SshLink;
 
 /// One trial's distributed load.

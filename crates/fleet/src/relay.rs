@@ -175,7 +175,7 @@ impl Relay {
         let mut ended = None;
         while open > 0 {
             if ended.is_none() && self.stop.load(Ordering::SeqCst) {
-                crate::remote::hang_up(&mut child, GRACE);
+                crate::link::hang_up(&mut child, GRACE);
                 ended = Some(Ended::Interrupted);
             }
             let (stream, line) = match rx.recv_timeout(Duration::from_millis(50)) {
@@ -199,7 +199,7 @@ impl Relay {
                 continue;
             }
             if ended != Some(Ended::ReaderGone) && !sink(stream, &line) {
-                crate::remote::hang_up(&mut child, GRACE);
+                crate::link::hang_up(&mut child, GRACE);
                 ended = Some(Ended::ReaderGone);
             }
         }

@@ -47,8 +47,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::agent::Order;
 use crate::agents::{now_ns, Heard, Link, Split};
+use crate::wire::Order;
 
 /// How srun is asked for the agents.
 #[derive(Debug, Clone)]

@@ -99,7 +99,7 @@ impl Ssh {
     /// `perflab worker` on `host` (`perflab`: the word to run it by there), its stdin,
     /// stdout and stderr piped, in a process group of its own — a terminal's Ctrl-C
     /// reaches perflab alone, which then ends the session in order.
-    pub fn worker(&self, host: &Host, perflab: &str) -> Result<std::process::Child, String> {
+    pub fn worker(&self, host: &Host, perflab: &str) -> std::io::Result<std::process::Child> {
         use std::os::unix::process::CommandExt;
         use std::process::Stdio;
         self.script(host, &format!("exec {perflab} worker"))
@@ -108,7 +108,6 @@ impl Ssh {
             .stderr(Stdio::piped())
             .process_group(0)
             .spawn()
-            .map_err(|e| format!("cannot run {}: {e}", self.program))
     }
 }
 

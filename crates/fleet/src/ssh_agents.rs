@@ -1,6 +1,6 @@
 //! The ssh [`Link`] of a distributed load (`perflab http --agents a,b`): one `ssh HOST
 //! exec PERFLAB worker` per inventory host, with the same transport and deploy as
-//! every remote trial ([`crate::remote::Fleet`]). Each agent has a session of its own,
+//! every remote trial ([`crate::hosts::Fleet`]). Each agent has a session of its own,
 //! so each gets its own segment, and a lost one is hung up alone.
 //!
 //! The sessions are opened in parallel (a slow host's deploy does not hold up the
@@ -12,9 +12,9 @@ use std::process::{Child, ChildStdin};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::agent::Order;
 use crate::agents::{now_ns, Heard, Link, Split};
-use crate::remote::Fleet;
+use crate::hosts::Fleet;
+use crate::wire::Order;
 
 /// One open ssh session with an agent.
 struct Session {
@@ -26,8 +26,11 @@ struct Session {
 impl Session {
     fn open(fleet: &Fleet, name: &str, i: usize, tx: mpsc::Sender<Heard>) -> Result<Self, String> {
         let host = fleet.inventory.get(name)?;
-        let perflab = fleet.perflab_on(host)?;
-        let mut child = fleet.ssh.worker(host, &perflab)?;
+        let perflab = fleet.perflab_on(host).map_err(|e| e.to_string())?;
+        let mut child = fleet
+            .ssh
+            .worker(host, &perflab)
+            .map_err(|e| format!("cannot run {}: {e}", fleet.ssh.program))?;
         let stdout = child.stdout.take().expect("piped stdout");
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
@@ -155,7 +158,7 @@ impl Link for SshLink<'_> {
 
     fn drop_agent(&mut self, i: usize) {
         if let Some(s) = self.sessions.get_mut(i).and_then(Option::as_mut) {
-            crate::remote::hang_up(&mut s.child, Duration::from_secs(2));
+            crate::link::hang_up(&mut s.child, Duration::from_secs(2));
         }
     }
 
@@ -179,7 +182,7 @@ impl Link for SshLink<'_> {
     fn hang_up(&mut self) {
         self.close();
         for s in self.sessions.iter_mut().flatten() {
-            crate::remote::hang_up(&mut s.child, Duration::from_secs(5));
+            crate::link::hang_up(&mut s.child, Duration::from_secs(5));
         }
     }
 }

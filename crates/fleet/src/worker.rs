@@ -11,84 +11,11 @@
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use perflab_workloads::spec::{TrialSpec, WorkloadFactory};
-use perflab_workloads::{Measurement, TrialContext, WorkloadError};
-use serde::{Deserialize, Serialize};
+use perflab_workloads::{TrialContext, WorkloadError};
 
-/// What the worker says, one JSON object per line.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
-pub enum Event {
-    /// The spec was read and the trial starts now, by this host's clock.
-    Started {
-        unix_ns: u64,
-        perflab: String,
-        /// The host's facts (`perflab_store::HostInfo` as JSON).
-        host: serde_json::Value,
-    },
-    Measurement {
-        measurement: Measurement,
-    },
-    Error {
-        /// `failed` (partial kept), `setup` or `interrupted`.
-        kind: String,
-        message: String,
-        #[serde(default)]
-        partial: Option<Measurement>,
-    },
-}
-
-impl Event {
-    pub fn of(result: Result<Measurement, WorkloadError>) -> Event {
-        match result {
-            Ok(m) => Event::Measurement { measurement: m },
-            Err(WorkloadError::Failed { message, partial }) => Event::Error {
-                kind: "failed".into(),
-                message,
-                partial: Some(*partial),
-            },
-            Err(WorkloadError::Interrupted) => Event::Error {
-                kind: "interrupted".into(),
-                message: "interrupted".into(),
-                partial: None,
-            },
-            Err(WorkloadError::Setup(message)) => Event::Error {
-                kind: "setup".into(),
-                message,
-                partial: None,
-            },
-        }
-    }
-
-    /// Back into the workload's answer.
-    pub fn into_result(self) -> Option<Result<Measurement, WorkloadError>> {
-        match self {
-            Event::Started { .. } => None,
-            Event::Measurement { measurement } => Some(Ok(measurement)),
-            Event::Error {
-                kind,
-                message,
-                partial,
-            } => Some(Err(match kind.as_str() {
-                "failed" => WorkloadError::Failed {
-                    message,
-                    partial: Box::new(partial.unwrap_or_default()),
-                },
-                "interrupted" => WorkloadError::Interrupted,
-                _ => WorkloadError::Setup(message),
-            })),
-        }
-    }
-}
-
-/// This host's clock, ns since the epoch (the controller's offset estimate uses it).
-pub(crate) fn now_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
-}
+use crate::wire::{now_ns, Event};
 
 fn send(out: &mut impl Write, e: &Event) -> std::io::Result<()> {
     let mut line = serde_json::to_string(e).map_err(std::io::Error::other)?;
@@ -110,11 +37,11 @@ pub fn serve(
     let read = input.read_line(&mut line);
     // A session request instead of a trial: the service under test (and its monitor)
     // on this host, for a workload that runs elsewhere.
-    if let Ok(req) = serde_json::from_str::<crate::session::Request>(&line) {
+    if let Ok(req) = serde_json::from_str::<crate::wire::Request>(&line) {
         return crate::session::serve(req, input, out, scratch);
     }
     // An agent of a distributed load (`perflab http --agents`): crate::agent.
-    if let Ok(crate::agent::Order::Agent) = serde_json::from_str(&line) {
+    if let Ok(crate::wire::Order::Agent) = serde_json::from_str(&line) {
         return crate::agent::serve(input, out, host);
     }
     let spec: Result<TrialSpec, String> = match read {
@@ -136,22 +63,7 @@ pub fn serve(
             return 1;
         }
     };
-    let interrupted = Arc::new(AtomicBool::new(false));
-    {
-        // The rest of stdin is only ever its end: the controller is gone.
-        let flag = interrupted.clone();
-        std::thread::spawn(move || {
-            let mut sink = Vec::new();
-            loop {
-                sink.clear();
-                match input.read_until(b'\n', &mut sink) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {}
-                }
-            }
-            flag.store(true, Ordering::SeqCst);
-        });
-    }
+    let interrupted = interrupted_at_eof(input);
     let _ = send(
         &mut out,
         &Event::Started {
@@ -160,19 +72,7 @@ pub fn serve(
             host,
         },
     );
-    let run_dir = scratch.join(format!("trial-{}", std::process::id()));
-    let result = (|| {
-        std::fs::create_dir_all(&run_dir)
-            .map_err(|e| WorkloadError::Setup(format!("{}: {e}", run_dir.display())))?;
-        let ctx = TrialContext {
-            cpus: spec.cpu_set()?,
-            timeout: spec.timeout(),
-            interrupted: interrupted.clone(),
-            run_dir: run_dir.clone(),
-        };
-        factory.build(&spec)?.run(&ctx)
-    })();
-    let _ = std::fs::remove_dir_all(&run_dir);
+    let result = run_trial(&spec, factory, interrupted, scratch);
     let ok = result.is_ok();
     let sent = send(&mut out, &Event::of(result));
     if ok && sent.is_ok() {
@@ -182,11 +82,57 @@ pub fn serve(
     }
 }
 
+/// A flag set when `input` ends: the rest of stdin is only ever its end (the
+/// controller is gone, or hung up).
+fn interrupted_at_eof(mut input: impl BufRead + Send + 'static) -> Arc<AtomicBool> {
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let flag = interrupted.clone();
+    std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        loop {
+            sink.clear();
+            match input.read_until(b'\n', &mut sink) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+        flag.store(true, Ordering::SeqCst);
+    });
+    interrupted
+}
+
+/// Runs the trial in a scratch directory of its own, removed after.
+fn run_trial(
+    spec: &TrialSpec,
+    factory: &dyn WorkloadFactory,
+    interrupted: Arc<AtomicBool>,
+    scratch: &std::path::Path,
+) -> Result<perflab_workloads::Measurement, WorkloadError> {
+    // One trial per worker process, but pipe links (crate::pipe) run several workers
+    // in one process: a counter keeps their directories apart.
+    static TRIALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = TRIALS.fetch_add(1, Ordering::SeqCst);
+    let run_dir = scratch.join(format!("trial-{}-{n}", std::process::id()));
+    let result = (|| {
+        std::fs::create_dir_all(&run_dir)
+            .map_err(|e| WorkloadError::Setup(format!("{}: {e}", run_dir.display())))?;
+        let ctx = TrialContext {
+            cpus: spec.cpu_set()?,
+            timeout: spec.timeout(),
+            interrupted,
+            run_dir: run_dir.clone(),
+        };
+        factory.build(spec)?.run(&ctx)
+    })();
+    let _ = std::fs::remove_dir_all(&run_dir);
+    result
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use perflab_workloads::spec::{Attachments, KindSpec};
-    use perflab_workloads::{MetricValue, Workload};
+    use perflab_workloads::{Measurement, MetricValue, Workload};
     use std::time::Duration;
 
     struct Fake;

@@ -32,7 +32,7 @@ use perflab_telemetry::doctor::{diagnose, Context, Diagnosis, Severity, Source};
 use perflab_telemetry::Notes;
 use perflab_workloads::{Measurement, MetricValue};
 
-use crate::runner::Observer;
+use crate::observe::Observer;
 
 /// The artifact's name, in a trial of an experiment and in a `perflab doctor` run.
 pub const ARTIFACT: &str = perflab_store::vocab::ARTIFACT_DOCTOR;

@@ -6,8 +6,10 @@
 pub mod doctor;
 pub mod env;
 pub mod error;
+pub mod exe;
 pub mod experiment;
 pub mod noise;
+pub mod observe;
 pub mod plan;
 pub mod precision;
 mod raw;

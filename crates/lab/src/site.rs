@@ -22,7 +22,11 @@
 //!   reduced there to what a trial stores — a [`ProfileResult`]: report, folded stacks,
 //!   flame graph, top functions — so what crosses back is small and is stored as a
 //!   local profile is. A host that cannot profile (no perf, not permitted) answers so
-//!   ([`Answer`]) and the session, with its service, goes on.
+//!   ([`SiteError::Refused`]) and the session, with its service, goes on; a session
+//!   that fails ([`SiteError::Link`]) is dropped, which stops what it ran there.
+//!
+//! What the far end could not do it reports as a [`HereError`] (the runner, doing the
+//! same for a local trial, gets the same); what crosses back is its message.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -38,12 +42,52 @@ use crate::experiment::{Ready, ServiceSpec};
 use crate::service::RunningService;
 use crate::template::Template;
 
+/// Why a host did not do what the runner asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SiteError {
+    /// The run cannot reach this host at all (no inventory, or none by that name).
+    #[error("{0}")]
+    NoHost(String),
+    /// The session failed — the host could not be reached, the connection dropped, an
+    /// answer did not come in time, or the far end answered out of turn. The runner
+    /// drops the session, which stops what it ran there.
+    #[error("{0}")]
+    Link(String),
+    /// The host answered no (no perf there, a service that would not start), and the
+    /// session itself is intact. Whether it goes on is the runner's call: a host that
+    /// cannot profile keeps its session and its service.
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// Why a part of a trial could not be started or stopped on this machine — by the
+/// runner for a local trial, or by a host's worker at the far end of a session (whose
+/// reply carries the message).
+#[derive(Debug, thiserror::Error)]
+pub enum HereError {
+    /// The request does not read back as a service (a template, `cpus`, `ready`, a
+    /// duration).
+    #[error("{0}")]
+    Request(String),
+    #[error("cannot find a free port: {0}")]
+    Port(std::io::Error),
+    /// The service would not start or get ready.
+    #[error("{0}")]
+    Service(String),
+    /// The monitor would not start.
+    #[error("{0}")]
+    Monitor(String),
+    /// perf would not start, or its recording could not be read back.
+    #[error("{0}")]
+    Profile(String),
+}
+
 /// Opens sessions with hosts (crate fleet: one ssh connection each).
 pub trait Sites {
     /// The address a workload reaches `host` at (`{service_host}`).
-    fn address(&self, host: &str) -> Result<String, String>;
+    fn address(&self, host: &str) -> Result<String, SiteError>;
     /// A session with perflab on `host`.
-    fn open(&self, host: &str) -> Result<Box<dyn Site>, String>;
+    fn open(&self, host: &str) -> Result<Box<dyn Site>, SiteError>;
 }
 
 /// One session with perflab on a host. Dropping it ends the session, and the host
@@ -51,27 +95,22 @@ pub trait Sites {
 pub trait Site {
     /// Starts the service and waits until it is ready (a service already running for
     /// this session is stopped first).
-    fn start_service(&mut self, req: &ServiceRequest) -> Result<ServiceStarted, String>;
+    fn start_service(&mut self, req: &ServiceRequest) -> Result<ServiceStarted, SiteError>;
     /// Ok while the service runs; why not (its exit and log tail) once it has ended.
-    fn check_service(&mut self) -> Result<(), String>;
+    fn check_service(&mut self) -> Result<(), SiteError>;
     /// Stops the service (its stop signal, SIGKILL after the grace) and returns its log.
-    fn stop_service(&mut self) -> Result<String, String>;
+    fn stop_service(&mut self) -> Result<String, SiteError>;
     /// Starts sampling; the process probe follows this session's service.
-    fn start_monitor(&mut self, monitor: &MonitorAttachment) -> Result<(), String>;
+    fn start_monitor(&mut self, monitor: &MonitorAttachment) -> Result<(), SiteError>;
     /// Stops sampling and returns what was recorded.
-    fn stop_monitor(&mut self) -> Result<Recording, String>;
+    fn stop_monitor(&mut self) -> Result<Recording, SiteError>;
     /// Starts recording a profile: this session's service when the profile targets it
     /// (the host refuses when none runs), else every CPU of the host. The pid
     /// profiled (None: the whole host).
-    fn start_profile(&mut self, profile: &ProfileAttachment) -> Answer<Option<i32>>;
+    fn start_profile(&mut self, profile: &ProfileAttachment) -> Result<Option<i32>, SiteError>;
     /// Stops recording and returns the profile, reduced there.
-    fn stop_profile(&mut self) -> Answer<ProfileResult>;
+    fn stop_profile(&mut self) -> Result<ProfileResult, SiteError>;
 }
-
-/// A host's answer to a request it may refuse while the session goes on: `Err` is a
-/// session that failed (the runner drops it, which stops what it ran), `Ok(Err(why))`
-/// the host's refusal (no perf there, say) with the session and its service intact.
-pub type Answer<T> = Result<Result<T, String>, String>;
 
 /// How a service tells it is ready, as data.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -153,7 +192,11 @@ impl ServiceSpec {
 
 impl ServiceRequest {
     /// The service spec again (templates parsed back, CPUs checked on this host).
-    pub fn spec(&self) -> Result<ServiceSpec, String> {
+    pub fn spec(&self) -> Result<ServiceSpec, HereError> {
+        self.spec_or_why().map_err(HereError::Request)
+    }
+
+    fn spec_or_why(&self) -> Result<ServiceSpec, String> {
         let t = |s: &str| Template::parse(s, &|_| true).map_err(|u| u.name);
         let secs = |s: f64, what: &str| {
             Duration::try_from_secs_f64(s).map_err(|e| format!("service {what}: {e}"))
@@ -200,15 +243,15 @@ impl ServiceRequest {
 
     /// Starts the service here, in `dir`, as the far end of a [`Site`]: the request's
     /// values with this host's `run_dir`, `perflab` and a `port` free here.
-    pub fn start_here(&self, dir: &Path) -> Result<(ServiceSpec, RunningService, u16), String> {
+    pub fn start_here(&self, dir: &Path) -> Result<(ServiceSpec, RunningService, u16), HereError> {
         let spec = self.spec()?;
-        let port =
-            crate::service::free_port().map_err(|e| format!("cannot find a free port: {e}"))?;
+        let port = crate::service::free_port().map_err(HereError::Port)?;
         let mut vars = self.vars.clone();
         vars.insert("run_dir".into(), dir.display().to_string());
-        vars.insert("perflab".into(), crate::runner::perflab_exe());
+        vars.insert("perflab".into(), crate::exe::perflab_exe());
         vars.insert("port".into(), port.to_string());
-        let svc = RunningService::start(&spec, &vars, dir, self.config, self.trial)?;
+        let svc = RunningService::start(&spec, &vars, dir, self.config, self.trial)
+            .map_err(HereError::Service)?;
         Ok((spec, svc, port))
     }
 }
@@ -218,14 +261,14 @@ impl ServiceRequest {
 pub fn start_monitor(
     cfg: &MonitorAttachment,
     service: Option<i32>,
-) -> Result<MonitorHandle, String> {
-    let probes = Probe::parse_list(&cfg.probes).map_err(|e| e.to_string())?;
+) -> Result<MonitorHandle, HereError> {
+    let probes = Probe::parse_list(&cfg.probes).map_err(|e| HereError::Monitor(e.to_string()))?;
     let follow = probes.contains(&Probe::Process);
     let mut m = MonitorSpec::new(Duration::from_secs_f64(cfg.interval_s), probes);
     if follow {
         m.pid = service;
     }
-    Monitor::start(m).map_err(|e| e.to_string())
+    Monitor::start(m).map_err(|e| HereError::Monitor(e.to_string()))
 }
 
 /// A trial's profile reduced to what the trial stores (`profile.json`,
@@ -283,9 +326,12 @@ impl ProfileRun {
     }
 
     /// Stops recording and reduces the profile.
-    pub fn stop(self) -> Result<ProfileResult, String> {
+    pub fn stop(self) -> Result<ProfileResult, HereError> {
         let (top, pid) = (self.top, self.pid);
-        let p = self.running.stop().map_err(|e| e.to_string())?;
+        let p = self
+            .running
+            .stop()
+            .map_err(|e| HereError::Profile(e.to_string()))?;
         Ok(ProfileResult::of(&p, top, pid))
     }
 }
@@ -296,7 +342,7 @@ pub fn start_profile(
     cfg: &ProfileAttachment,
     service: Option<i32>,
     dir: PathBuf,
-) -> Result<ProfileRun, String> {
+) -> Result<ProfileRun, HereError> {
     profile(cfg, service, dir, CommandOutput::Inherit)
 }
 
@@ -306,7 +352,7 @@ pub fn start_profile_here(
     cfg: &ProfileAttachment,
     service: Option<i32>,
     dir: PathBuf,
-) -> Result<ProfileRun, String> {
+) -> Result<ProfileRun, HereError> {
     profile(cfg, service, dir, CommandOutput::Stderr)
 }
 
@@ -315,7 +361,7 @@ fn profile(
     service: Option<i32>,
     dir: PathBuf,
     command_output: CommandOutput,
-) -> Result<ProfileRun, String> {
+) -> Result<ProfileRun, HereError> {
     let (target, pid) = match (service, cfg.service) {
         (Some(pid), true) => (Target::Pid(pid), Some(pid)),
         _ => (Target::System, None),
@@ -328,7 +374,7 @@ fn profile(
         command_output,
         ..Default::default()
     };
-    let running = Profiler::start(&spec).map_err(|e| e.to_string())?;
+    let running = Profiler::start(&spec).map_err(|e| HereError::Profile(e.to_string()))?;
     Ok(ProfileRun {
         running,
         pid,

@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use perflab_lab::experiment::Experiment;
-use perflab_lab::runner::{self, Observer, RunOptions, RunOutcome};
+use perflab_lab::observe::Observer;
+use perflab_lab::runner::{self, RunOptions, RunOutcome};
 use perflab_store::{MetricValue, RunStatus, Store};
 use perflab_workloads::spec::{KindSpec, TrialSpec, WorkloadFactory};
 use perflab_workloads::{Measurement, TrialContext, Workload, WorkloadError};

@@ -3,23 +3,27 @@
 //!
 //! The work is `perflab_fleet::agents` (split, barrier, merge, bounded waits) over one
 //! of its links — the fleet's ssh transport and deploy, or one `srun`
-//! (`perflab_fleet::slurm`); this file checks the flags (every bad one exits 2
-//! before any host is contacted), prints the merged report — the same table and JSON
-//! contract as a one-host run — with a per-agent table (or the `agents` array and
-//! `start_skew_ms` in `--json`), records the run with the merged histogram, and maps
-//! the outcome to exit codes: a lost agent is 4, as failed requests are; Ctrl-C is 130.
+//! (`perflab_fleet::slurm`) — with its hosts or nodes chosen and checked by
+//! `perflab_fleet::agent_hosts`. This file checks which flags go together, maps an
+//! error of the agents' hosts to its flag (every bad one exits 2 before any host is
+//! contacted), prints the merged report — the same table and JSON contract as a
+//! one-host run — with a per-agent table (or the `agents` array and `start_skew_ms` in
+//! `--json`), records the run with the merged histogram, and maps the outcome to exit
+//! codes: a lost agent is 4, as failed requests are; Ctrl-C is 130.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use comfy_table::{Cell, CellAlignment, Table};
+use perflab_fleet::agent_hosts::{
+    self, AgentHostsError, Field, SlurmAsk, SshAgents, DEFAULT_INVENTORY,
+};
 use perflab_fleet::agents::{Link, Outcome, Plan};
 use perflab_fleet::agents_trial::{self, agent_json};
-use perflab_fleet::slurm::{SlurmLink, Srun};
+use perflab_fleet::slurm::SlurmLink;
 use perflab_fleet::ssh_agents::SshLink;
-use perflab_fleet::{Fleet, Inventory, Ssh};
+use perflab_fleet::{Fleet, Ssh};
 use perflab_load::{LoadSpec, Verdict};
 
 use super::http::{record_with, HttpArgs};
@@ -66,81 +70,31 @@ fn check_engine(args: &HttpArgs, spec: &LoadSpec) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Checks the agent flags: the inventory, each name in it (once), the weights.
-fn check(args: &HttpArgs) -> anyhow::Result<(Inventory, Option<Vec<f64>>)> {
-    let path = args
-        .hosts
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("hosts.toml"));
-    if args.hosts.is_none() && !path.exists() {
-        return Err(bad(
-            "--agents needs an inventory: no hosts.toml here; name one with --hosts FILE".into(),
-        ));
+/// The flag that sets a field of the agents' hosts.
+fn flag(f: Field) -> &'static str {
+    match f {
+        Field::Agents => "--agents",
+        Field::Inventory => "--hosts",
+        Field::Weights => "--agent-weights",
+        Field::Nodes => "--nodes",
+        Field::Srun => "--engine slurm",
+        Field::Perflab => "--perflab",
     }
-    let inventory =
-        Inventory::load(&path).map_err(|e| bad(format!("--hosts {}: {e}", path.display())))?;
-    for (i, a) in args.agents.iter().enumerate() {
-        if a.trim().is_empty() {
-            return Err(bad("--agents: an empty host name".into()));
-        }
-        inventory
-            .get(a)
-            .map_err(|e| bad(format!("--agents {a}: {e}")))?;
-        if args.agents[..i].contains(a) {
-            return Err(bad(format!("--agents: {a} is named twice")));
-        }
-    }
-    if args.agent_weights.is_empty() {
-        return Ok((inventory, None));
-    }
-    if args.agent_weights.len() != args.agents.len() {
-        return Err(bad(format!(
-            "--agent-weights has {} weights for {} agents: give one per agent, in the order of --agents",
-            args.agent_weights.len(),
-            args.agents.len()
-        )));
-    }
-    let weights = args
-        .agent_weights
-        .iter()
-        .map(|w| {
-            w.trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|x| x.is_finite() && *x > 0.0)
-                .ok_or_else(|| bad(format!("--agent-weights `{w}`: expected a positive number")))
-        })
-        .collect::<anyhow::Result<Vec<f64>>>()?;
-    Ok((inventory, Some(weights)))
 }
 
-/// How srun is asked for the agents, from the flags; srun missing or a bad `--nodes`
-/// is a usage error.
-fn srun_from(args: &HttpArgs, spec: &LoadSpec) -> anyhow::Result<Srun> {
-    let program =
-        perflab_fleet::slurm::find_srun().map_err(|e| bad(format!("--engine slurm: {e}")))?;
-    let in_allocation = std::env::var("SLURM_JOB_NUM_NODES")
-        .ok()
-        .and_then(|n| n.trim().parse::<u32>().ok());
-    let nodes = args.nodes.or(in_allocation).unwrap_or(2);
-    if nodes == 0 {
-        return Err(bad("--nodes 0: give at least one node".into()));
+/// The agents' hosts the flags asked for cannot be had: a usage error naming the flag
+/// (exit 2), except this perflab's own path not found (exit 1).
+fn hosts_error(e: AgentHostsError) -> anyhow::Error {
+    match &e {
+        AgentHostsError::NoInventory => bad(format!(
+            "--agents needs an inventory: no {DEFAULT_INVENTORY} here; name one with --hosts FILE"
+        )),
+        AgentHostsError::WeightCount { weights, agents } => bad(format!(
+            "--agent-weights has {weights} weights for {agents} agents: give one per agent, in the order of --agents"
+        )),
+        AgentHostsError::NoPerflab(_) => anyhow::anyhow!("{e} (give --perflab PATH)"),
+        _ => bad(format!("{}: {e}", flag(e.field()))),
     }
-    // -c / -n too small to give every node a share: refused before srun runs.
-    perflab_fleet::agents::segments(spec, &vec![1.0; nodes as usize])
-        .map_err(|e| bad(format!("--nodes {nodes}: {e}")))?;
-    let perflab = match &args.perflab {
-        Some(p) => p.clone(),
-        None => std::env::current_exe()
-            .context("cannot find this perflab's path for the Slurm tasks (give --perflab PATH)")?,
-    };
-    Ok(Srun {
-        program,
-        nodes,
-        partition: args.partition.clone(),
-        perflab,
-        immediate_s: Ssh::default().connect_timeout_s,
-    })
 }
 
 /// Runs `perflab http --agents` (or `--engine slurm`).
@@ -154,14 +108,24 @@ pub fn run(g: &crate::Global, args: &HttpArgs, spec: LoadSpec) -> anyhow::Result
     };
     let mut params = perflab_store::Params::new();
     let (outcome, stop) = if args.engine == "slurm" {
-        let mut link = SlurmLink::new(srun_from(args, &spec)?);
+        let ask = SlurmAsk {
+            nodes: args.nodes,
+            partition: args.partition.clone(),
+            perflab: args.perflab.clone(),
+            immediate_s: Ssh::default().connect_timeout_s,
+        };
+        let srun =
+            agent_hosts::srun(&ask, &spec, |k| std::env::var(k).ok()).map_err(hosts_error)?;
+        let mut link = SlurmLink::new(srun);
         let (outcome, stop) = launch(&mut link, &spec, None, progress)?;
         let names: Vec<&str> = outcome.agents.iter().map(|a| a.name.as_str()).collect();
         params.insert("agents".into(), serde_json::json!(names));
         params.insert("engine".into(), serde_json::json!("slurm"));
         (outcome, stop)
     } else {
-        let (inventory, weights) = check(args)?;
+        let SshAgents { inventory, weights } =
+            agent_hosts::ssh_agents(&args.agents, args.hosts.as_deref(), &args.agent_weights)
+                .map_err(hosts_error)?;
         let scratch = std::env::temp_dir().join(format!("perflab-agents-{}", std::process::id()));
         std::fs::create_dir_all(&scratch)?;
         let fleet = Fleet::new(

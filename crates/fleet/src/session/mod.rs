@@ -3,9 +3,11 @@
 //! telemetry sampled beside it (`[monitor] host = "b"`) and its profile
 //! (`[profile] host = "b"`).
 //!
-//! It is the same `ssh HOST perflab worker` as a remote trial, kept open for the whole
-//! run: the controller writes one [`Request`] per line on the worker's stdin, the
-//! worker answers each with one [`Reply`] per line on stdout ([`serve`] is its side,
+//! It is the same `perflab worker` as a remote trial, reached the same way (`ssh HOST
+//! perflab worker`, or the fleet's other [`WorkerLink`](crate::link::WorkerLink)), kept
+//! open for the whole run: the controller writes one [`Request`](crate::wire::Request)
+//! per line on the worker's stdin, the worker answers each with one
+//! [`Reply`](crate::wire::Reply) per line on stdout ([`serve`] is its side,
 //! [`HostSession`] the controller's). The worker does the work with the code a local
 //! trial uses (`perflab_lab::site`): the service is rendered there and started by
 //! `RunningService` — own process group, log file, readiness check — and the monitor
@@ -20,55 +22,8 @@
 //! signal, then SIGKILL of its process group after the grace), removes its scratch
 //! directory and exits. No service, and no perf, outlives its session.
 
-use perflab_lab::site::{ProfileResult, ServiceRequest, ServiceStarted};
-use perflab_telemetry::Recording;
-use perflab_workloads::spec::{MonitorAttachment, ProfileAttachment};
-use serde::{Deserialize, Serialize};
-
 mod client;
 mod serve;
 
 pub use client::HostSession;
 pub use serve::serve;
-
-/// What the controller asks, one JSON value per line.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Request {
-    /// Start the service (stopping one this session still runs) and wait until ready.
-    Service(ServiceRequest),
-    /// Is the service still running?
-    CheckService,
-    /// Stop the service and send its log.
-    StopService,
-    /// Start sampling (the process probe follows this session's service).
-    Monitor(MonitorAttachment),
-    /// Stop sampling and send the recording.
-    StopMonitor,
-    /// Start recording a profile (of this session's service when it targets it).
-    Profile(ProfileAttachment),
-    /// Stop recording and send the profile, reduced.
-    StopProfile,
-}
-
-/// What the worker answers, one JSON object per line.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
-pub enum Reply {
-    /// The service is ready.
-    Ready { service: ServiceStarted },
-    /// The service still runs.
-    Alive,
-    /// The service was stopped; the tail of its log.
-    Stopped { log: String },
-    /// Sampling started.
-    Monitoring,
-    /// Sampling stopped.
-    Recording { recording: Recording },
-    /// perf records; the pid it follows (None: every CPU).
-    Profiling { pid: Option<i32> },
-    /// perf stopped; the profile.
-    Profile { profile: ProfileResult },
-    /// The request could not be done, and why.
-    Failed { message: String },
-}

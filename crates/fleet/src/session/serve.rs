@@ -9,7 +9,7 @@ use perflab_lab::service::RunningService;
 use perflab_lab::site::{ProfileRun, ServiceStarted};
 use perflab_telemetry::MonitorHandle;
 
-use super::{Reply, Request};
+use crate::wire::{Reply, Request};
 
 /// What this end of a session runs.
 struct Here {
@@ -42,7 +42,7 @@ impl Here {
                             },
                         }
                     }
-                    Err(e) => failed(e),
+                    Err(e) => failed(e.to_string()),
                 }
             }
             Request::CheckService => match &mut self.service {
@@ -65,7 +65,7 @@ impl Here {
                         self.monitor = Some(h);
                         Reply::Monitoring
                     }
-                    Err(e) => failed(e),
+                    Err(e) => failed(e.to_string()),
                 }
             }
             Request::StopMonitor => match self.monitor.take() {
@@ -93,7 +93,7 @@ impl Here {
                     }
                     Err(e) => {
                         let _ = std::fs::remove_dir_all(&dir);
-                        failed(e)
+                        failed(e.to_string())
                     }
                 }
             }
@@ -104,7 +104,7 @@ impl Here {
                     let _ = std::fs::remove_dir_all(&dir);
                     match profile {
                         Ok(profile) => Reply::Profile { profile },
-                        Err(e) => failed(e),
+                        Err(e) => failed(e.to_string()),
                     }
                 }
                 None => failed("no profile runs in this session".into()),

@@ -20,6 +20,7 @@ use perflab_workloads::spec::{Builtin, WorkloadFactory};
 use perflab_workloads::Measurement;
 
 use crate::experiment::{Experiment, Order, WorkloadSpec};
+use crate::observe::Observer;
 use crate::plan::{self, Config, PlannedTrial};
 use crate::service::free_port;
 use crate::site::{Site, Sites};
@@ -40,27 +41,6 @@ pub enum RunError {
     #[error("{0}")]
     Io(String),
 }
-
-/// What the runner tells whoever watches (the CLI's progress bar).
-pub trait Observer {
-    /// A run is starting: its id and number of trials (warm-ups included).
-    fn started(&self, _run: RunId, _total: usize) {}
-    /// Trial `index` (0-based, of `total`) starts.
-    fn trial_started(&self, _index: usize, _total: usize, _config: &str, _warmup: bool) {}
-    /// Trial finished; `error` when it failed.
-    fn trial_finished(&self, _index: usize, _config: &str, _error: Option<&str>) {}
-    /// Something the user should know (printed above the progress bar).
-    fn warn(&self, _message: &str) {}
-    /// The noise check found the machine noisy; by default, warned about in the words
-    /// of an experiment file (`cpus = "1"`).
-    fn noisy(&self, n: &crate::noise::Noisy) {
-        self.warn(&n.message("cpus = \"1\""));
-    }
-}
-
-/// An observer that says nothing.
-pub struct Silent;
-impl Observer for Silent {}
 
 /// How the run ended.
 #[derive(Debug, Clone)]
@@ -275,14 +255,6 @@ fn make_run_dir(base: &Path, run: RunId) -> Result<PathBuf, RunError> {
         .map_err(|e| RunError::Io(format!("run directory {}: {e}", dir.display())))
 }
 
-/// This perflab binary, for `{perflab}` (so `perflab serve` can be the service under
-/// test even when perflab is not on the PATH, e.g. under `cargo run`).
-pub fn perflab_exe() -> String {
-    std::env::current_exe()
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| "perflab".into())
-}
-
 fn programs_named(exp: &Experiment) -> Vec<String> {
     let mut out = Vec::new();
     let mut add = |s: &str| {
@@ -371,7 +343,7 @@ impl Runner<'_> {
         v.insert("trial".into(), t.ordinal.to_string());
         v.insert("run_dir".into(), self.run_dir.display().to_string());
         v.insert("port".into(), self.port.to_string());
-        v.insert("perflab".into(), perflab_exe());
+        v.insert("perflab".into(), crate::exe::perflab_exe());
         v.insert("experiment_dir".into(), experiment_dir(&self.exp.path));
         v.insert("service_host".into(), self.service_host());
         v

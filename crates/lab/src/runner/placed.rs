@@ -25,7 +25,7 @@ use super::Runner;
 use crate::experiment::ServiceSpec;
 use crate::plan::PlannedTrial;
 use crate::service::RunningService;
-use crate::site::{ProfileResult, ProfileRun, ServiceStarted, Site};
+use crate::site::{ProfileResult, ProfileRun, ServiceStarted, Site, SiteError};
 
 /// The service under test of the current config.
 pub(super) enum Service {
@@ -89,32 +89,50 @@ fn json_artifact(name: &str, v: serde_json::Value) -> ArtifactData {
 
 impl Runner<'_> {
     /// The session with `host`, opened if there is none.
-    fn site(&mut self, host: &str) -> Result<&mut Box<dyn Site>, String> {
+    fn site(&mut self, host: &str) -> Result<&mut Box<dyn Site>, SiteError> {
         if !self.sessions.contains_key(host) {
-            let sites = self
-                .sites
-                .ok_or_else(|| format!("host {host:?}: this run has no inventory of hosts"))?;
+            let sites = self.sites.ok_or_else(|| {
+                SiteError::NoHost(format!("host {host:?}: this run has no inventory of hosts"))
+            })?;
             let s = sites.open(host)?;
             self.sessions.insert(host.to_string(), s);
         }
         Ok(self.sessions.get_mut(host).expect("inserted above"))
     }
 
-    /// Runs `f` on `host`'s session (opened first when `open`); a failed session is
-    /// dropped (ending it: the host stops what it ran for it), so a later start opens
-    /// a new one — but a service is never looked for in a session other than its own.
+    /// Runs `f` on `host`'s session (opened first when `open`); a session that failed,
+    /// or whose host refused, is dropped (ending it: the host stops what it ran for it),
+    /// so a later start opens a new one — but a service is never looked for in a
+    /// session other than its own.
     fn on_site<T>(
         &mut self,
         host: &str,
         open: bool,
-        f: impl FnOnce(&mut dyn Site) -> Result<T, String>,
-    ) -> Result<T, String> {
+        f: impl FnOnce(&mut dyn Site) -> Result<T, SiteError>,
+    ) -> Result<T, SiteError> {
+        let r = self.on_site_may_refuse(host, open, f);
+        if r.is_err() {
+            self.sessions.remove(host);
+        }
+        r
+    }
+
+    /// [`Runner::on_site`], but a refusal leaves the session as it is (a host that
+    /// cannot profile keeps its service); only a failed session is dropped.
+    fn on_site_may_refuse<T>(
+        &mut self,
+        host: &str,
+        open: bool,
+        f: impl FnOnce(&mut dyn Site) -> Result<T, SiteError>,
+    ) -> Result<T, SiteError> {
         let r = if open || self.sessions.contains_key(host) {
             self.site(host).and_then(|s| f(s.as_mut()))
         } else {
-            Err("its session with the host ended (the host stopped what it ran)".into())
+            Err(SiteError::Link(
+                "its session with the host ended (the host stopped what it ran)".into(),
+            ))
         };
-        if r.is_err() {
+        if matches!(r, Err(SiteError::Link(_) | SiteError::NoHost(_))) {
             self.sessions.remove(host);
         }
         r
@@ -235,7 +253,9 @@ impl Runner<'_> {
         let started = match &host {
             None => {
                 let pid = self.service.as_ref().and_then(Service::local_pid);
-                crate::site::start_monitor(cfg, pid).map(Monitoring::Local)
+                crate::site::start_monitor(cfg, pid)
+                    .map(Monitoring::Local)
+                    .map_err(|e| e.to_string())
             }
             Some(h) => self
                 .on_site(&h.name, true, |s| s.start_monitor(cfg))
@@ -309,9 +329,7 @@ impl Runner<'_> {
             };
         };
         // A profile of the service needs the session that runs it: a new one has none.
-        let started = self
-            .on_site(&host.name, !cfg.service, |s| s.start_profile(cfg))
-            .and_then(|answer| answer);
+        let started = self.on_site_may_refuse(&host.name, !cfg.service, |s| s.start_profile(cfg));
         match started {
             Ok(_) => Some(Profiling::Remote(host.name)),
             Err(e) => {
@@ -341,10 +359,7 @@ impl Runner<'_> {
                 }
             },
             Profiling::Remote(host) => {
-                match self
-                    .on_site(&host, false, |s| s.stop_profile())
-                    .and_then(|answer| answer)
-                {
+                match self.on_site_may_refuse(&host, false, |s| s.stop_profile()) {
                     Ok(p) => Some((p, Some(host))),
                     Err(e) => {
                         self.obs.warn(&format!(

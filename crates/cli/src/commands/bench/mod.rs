@@ -17,7 +17,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use perflab_lab::runner::{self, Observer, RunOptions};
+use perflab_lab::observe::Observer;
+use perflab_lab::runner::{self, RunOptions};
 use perflab_store::Store;
 
 use crate::exit::{self, InvalidInput};

@@ -6,7 +6,7 @@ use std::cell::Cell;
 use std::io::Write;
 
 use perflab_analysis::format::{mean_pm, p_value as p_text, ratio_ci, value};
-use perflab_lab::runner::Observer;
+use perflab_lab::observe::Observer;
 use perflab_store::{RunId, Store};
 
 use super::export::Outcome;
