@@ -4,6 +4,8 @@
 #![allow(dead_code)]
 
 pub mod netns;
+#[path = "../../../../tests/require.rs"]
+pub mod require;
 pub mod slurm;
 
 use std::path::{Path, PathBuf};
