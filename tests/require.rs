@@ -124,12 +124,17 @@ pub fn which(program: &str) -> Option<PathBuf> {
     which_in(std::env::var_os("PATH").as_deref(), program)
 }
 
-/// Why `program` is not there: its name and its Debian package (from [`PACKAGES`]).
-pub fn not_found(program: &str) -> String {
-    let package = PACKAGES
+/// The Debian package that provides `program`, from [`PACKAGES`].
+pub fn package(program: &str) -> Option<&'static str> {
+    PACKAGES
         .iter()
         .find(|(p, _)| *p == program)
         .map(|(_, pkg)| *pkg)
+}
+
+/// Why `program` is not there: its name and its Debian package (from [`PACKAGES`]).
+pub fn not_found(program: &str) -> String {
+    let package = package(program)
         .unwrap_or_else(|| panic!("{program}: add it and its Debian package to PACKAGES"));
     format!("`{program}` is not on PATH (Debian package: {package})")
 }
