@@ -16,7 +16,7 @@ export PATH="$PATH:/usr/sbin:/sbin"
 
 # program → Debian package that provides it
 declare -A PKG=(
-  [gzip]=gzip [awk]=mawk [python3]=python3 [cc]=gcc [make]=make
+  [gzip]=gzip [awk]=mawk [python3]=python3 [cc]=gcc [gcc]=gcc [make]=make
   [javac]=default-jdk-headless [go]=golang-go [node]=nodejs
   [nginx]=nginx [wrk]=wrk [perf]=linux-perf [ip]=iproute2 [pgrep]=procps [setpriv]=util-linux
   [ssh]=openssh-client [ssh-keygen]=openssh-client [sshd]=openssh-server

@@ -48,6 +48,7 @@ pub const PACKAGES: &[(&str, &str)] = &[
     ("cc", "gcc"),
     ("curl", "curl"),
     ("chromium", "chromium"),
+    ("gcc", "gcc"),
     ("go", "golang-go"),
     ("h2load", "nghttp2-client"),
     ("ip", "iproute2"),
