@@ -186,7 +186,10 @@ pub fn perf_records() -> bool {
     let Some(perf) = program("perf") else {
         return false;
     };
-    let dir = std::env::temp_dir().join(format!("perflab-require-{}", std::process::id()));
+    // One folder per probe: tests of one process probe at the same time.
+    static PROBES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("perflab-require-{}-{n}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
     let out = Command::new(perf)
         .args(["record", "-q", "-e", "cpu-clock", "-o"])
