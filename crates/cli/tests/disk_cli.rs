@@ -7,7 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
 
-use common::{stderr, stdout, Lab};
+use common::{require, stderr, stdout, Lab};
 
 /// Names in `dir` other than the store's files.
 fn leftovers(dir: &Path) -> Vec<String> {
@@ -187,7 +187,7 @@ fn writing_to_a_block_device_needs_the_explicit_flag() {
         .map(|e| PathBuf::from("/dev").join(e.file_name()))
         .filter(|p| p.exists())
     else {
-        eprintln!("skipped: no block device node under /dev");
+        require::missing("no block device node under /dev");
         return;
     };
     let lab = Lab::new();
@@ -212,7 +212,7 @@ fn a_full_disk_gives_exit_4_a_flagged_partial_result_and_no_file() {
         .map(|s| s.success())
         .unwrap_or(false);
     if !mounted {
-        eprintln!("skipped: cannot mount a 4 MiB tmpfs here (needs root / CAP_SYS_ADMIN)");
+        require::missing("cannot mount a 4 MiB tmpfs here (needs root / CAP_SYS_ADMIN)");
         return;
     }
     struct Umount(PathBuf);

@@ -25,7 +25,7 @@ use assert_cmd::Command;
 use serde_json::Value;
 
 mod common;
-use common::{stderr, stdout, wait_until, Lab};
+use common::{require, stderr, stdout, wait_until, Lab};
 
 /// `perflab` with the lab's own store (each invocation records a run).
 fn perflab(lab: &Lab) -> Command {
@@ -233,12 +233,8 @@ impl Drop for Helper {
 
 #[test]
 fn flooded_listener_in_a_netns_is_named_with_the_somaxconn_fix() {
-    let ns = match Netns::create() {
-        Ok(ns) => ns,
-        Err(why) => {
-            eprintln!("skipped: {why}");
-            return;
-        }
+    let Some(ns) = require::have(Netns::create()) else {
+        return;
     };
     let ns = Arc::new(ns);
     let stop = Arc::new(AtomicBool::new(false));

@@ -1,7 +1,8 @@
 //! Every shipped example experiment checks out (`perflab run FILE --dry-run`, and its
 //! quick form with `--quick` when it has one), and the studies' examples run in their
 //! quick form where this machine allows — skipped with the reason printed, never
-//! silently, where a tool or a permission is missing.
+//! silently, where a tool or a permission is missing, and failed for it under
+//! `PERFLAB_REQUIRE` (tests/require.rs).
 
 mod common;
 use common::*;
@@ -90,7 +91,8 @@ fn run_quick(lab: &Lab, name: &str, needs: &[(&str, &[&str])]) -> Option<serde_j
             .output()
             .is_ok_and(|o| o.status.success());
         if !ok {
-            eprintln!("skipped {name}: `{tool}` is missing or refuses here");
+            let from = require::package(tool).map_or(String::new(), |p| format!(" ({p})"));
+            require::missing(format!("{name}: `{tool}`{from} is missing or refuses here"));
             return None;
         }
     }
@@ -154,22 +156,9 @@ fn jvm_modes_runs_quick() {
     }
 }
 
-/// Root, `ip` and nginx, or why not.
-fn netns_skip_reason() -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("not root (network namespaces)".into());
-    }
-    for tool in ["ip", "nginx"] {
-        let ok = Std::new("sh")
-            .args(["-c", &format!("command -v {tool}")])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !ok {
-            return Some(format!("`{tool}` is not installed"));
-        }
-    }
-    None
+/// Root, `ip` and nginx; if not, the rule of tests/require.rs.
+fn netns_ready() -> bool {
+    require::root("nginx-sysctl (network namespaces)") && require::programs(&["ip", "nginx"])
 }
 
 fn host_somaxconn() -> String {
@@ -187,8 +176,7 @@ fn perflab_namespaces() -> Vec<String> {
 
 #[test]
 fn nginx_sysctl_shows_overflows_at_128_and_leaves_the_host_untouched() {
-    if let Some(why) = netns_skip_reason() {
-        eprintln!("skipped nginx-sysctl: {why}");
+    if !netns_ready() {
         return;
     }
     let _one = NETNS.lock().unwrap_or_else(|e| e.into_inner());
@@ -223,8 +211,7 @@ fn nginx_sysctl_shows_overflows_at_128_and_leaves_the_host_untouched() {
 
 #[test]
 fn nginx_sysctl_interrupted_removes_its_namespace() {
-    if let Some(why) = netns_skip_reason() {
-        eprintln!("skipped nginx-sysctl interrupt: {why}");
+    if !netns_ready() {
         return;
     }
     let _one = NETNS.lock().unwrap_or_else(|e| e.into_inner());

@@ -181,8 +181,7 @@ fn bad_agents_are_refused_before_anything_runs() {
 #[test]
 fn nginx_on_one_host_loaded_from_two() {
     let lab = Lab::new();
-    if which("nginx").is_none() {
-        eprintln!("skipped: nginx is not installed (scripts/test.sh installs it)");
+    if require::program("nginx").is_none() {
         return;
     }
     let Some(hosts) = Hosts::bridged(lab.dir.path(), 3) else {
@@ -258,12 +257,4 @@ duration = "2s"
         "{}",
         std::fs::read_to_string(lab.path("report.md")).unwrap()
     );
-}
-
-fn which(program: &str) -> Option<std::path::PathBuf> {
-    std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join(program))
-            .find(|p| p.is_file())
-    })
 }

@@ -14,13 +14,6 @@ use std::time::Duration;
 
 use common::netns::Hosts;
 
-fn perf_works() -> bool {
-    std::process::Command::new("perf")
-        .args(["record", "-e", "cpu-clock", "-o", "/dev/null", "--", "true"])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 /// `perflab serve` on b, profiled on b, loaded from a with `{workload}` (the rest of
 /// the workload table, after its `host`).
 fn experiment(workload: &str) -> String {
@@ -62,8 +55,7 @@ fn artifact<'a>(t: &'a perflab_store::ExportedTrial, name: &str) -> &'a [u8] {
 
 #[test]
 fn a_profile_on_b_is_of_the_service_there() {
-    if !perf_works() {
-        eprintln!("skipped: perf cannot record here (install linux-perf, run as root)");
+    if !require::perf_records() {
         return;
     }
     let lab = Lab::new();
@@ -180,8 +172,7 @@ fn without_perf_on_b_the_trial_runs_and_the_lost_profile_names_b() {
 
 #[test]
 fn ctrl_c_while_b_profiles_leaves_no_perf_nor_perflab_there() {
-    if !perf_works() {
-        eprintln!("skipped: perf cannot record here (install linux-perf, run as root)");
+    if !require::perf_records() {
         return;
     }
     let lab = Lab::new();

@@ -42,7 +42,8 @@ fn make_cert(dir: &Path) -> bool {
 }
 
 /// nginx serving `dir/www` as h2c on one port, h2 over TLS on another and h2c on a unix
-/// socket; `None` (the test is skipped) where nginx or openssl is missing.
+/// socket; `None` (the test is skipped, see tests/require.rs) where nginx or openssl is
+/// missing.
 struct Nginx {
     _child: Killed,
     h2c: u16,
@@ -51,9 +52,10 @@ struct Nginx {
 }
 
 fn nginx(dir: &Path) -> Option<Nginx> {
-    if !make_cert(dir) {
+    if !require::programs(&["nginx", "openssl"]) {
         return None;
     }
+    assert!(make_cert(dir), "openssl made no test certificate");
     let (h2c, tls, sock) = (free_port(), free_port(), dir.join("nginx.sock"));
     let servers = format!(
         "server {{ listen 127.0.0.1:{h2c} http2; listen unix:{s} http2; root {d}/www; }}\n\
@@ -84,7 +86,6 @@ fn nginx(dir: &Path) -> Option<Nginx> {
 fn h2c_agrees_with_h2load_and_https_negotiates_h2() {
     let lab = Lab::new();
     let Some(n) = nginx(lab.dir.path()) else {
-        eprintln!("skipped: nginx or openssl is not installed");
         return;
     };
     let url = format!("http://127.0.0.1:{}/4k.bin", n.h2c);
@@ -117,7 +118,8 @@ fn h2c_agrees_with_h2load_and_https_negotiates_h2() {
                 "h2load on the same nginx: {text}"
             );
         }
-        Err(_) => eprintln!("h2load is not installed: the count is compared with -n only"),
+        // Without h2load (and the switch) the count is compared with -n only.
+        Err(_) => require::missing(require::not_found("h2load")),
     }
 
     let tls = format!("https://127.0.0.1:{}/4k.bin", n.tls);
@@ -278,10 +280,10 @@ fn perflab_serve(dir: &Path, tls: bool) -> (Killed, String) {
 fn perflab_measures_its_own_server_over_h2c_and_h2() {
     let lab = Lab::new();
     let dir = lab.dir.path();
-    if !make_cert(dir) {
-        eprintln!("skipped: openssl is not installed");
+    if require::program("openssl").is_none() {
         return;
     }
+    assert!(make_cert(dir), "openssl made no test certificate");
     std::fs::create_dir_all(dir.join("www")).unwrap();
     std::fs::write(dir.join("www/4k.bin"), vec![b'y'; 4096]).unwrap();
     let (_plain, url) = perflab_serve(dir, false);

@@ -81,10 +81,7 @@ s.serve_forever()
 }
 
 fn three_hosts(lab: &Lab) -> Option<Hosts> {
-    if Command::new("python3").arg("-V").output().is_err() {
-        eprintln!("skipped: no python3 for the test servers");
-        return None;
-    }
+    require::program("python3")?;
     let hosts = Hosts::bridged(lab.dir.path(), 3)?;
     lab.write("hosts.toml", &hosts.inventory(""));
     Some(hosts)

@@ -1,6 +1,9 @@
 //! `perflab http` end to end: bad input exits 2 before anything is sent; a run prints
 //! the JSON contract; failed requests exit 4 — runs on both I/O engines (`--io`).
 
+#[path = "../../../tests/require.rs"]
+mod require;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -61,15 +64,12 @@ fn perflab() -> Command {
 }
 
 /// The `--io` engines to run a behaviour on: epoll, and io_uring where the kernel
-/// allows it (`PERFLAB_REQUIRE_URING` makes its absence a failure).
+/// allows it (under `PERFLAB_REQUIRE` its absence is a failure: tests/require.rs).
 fn engines() -> Vec<&'static str> {
     match perflab_load::uring_support() {
         Ok(()) => vec!["epoll", "uring"],
-        Err(why) if std::env::var_os("PERFLAB_REQUIRE_URING").is_some() => {
-            panic!("io_uring is required (PERFLAB_REQUIRE_URING) but unavailable: {why}")
-        }
         Err(why) => {
-            eprintln!("io_uring skipped: {why}");
+            require::missing(format!("io_uring is unavailable here: {why}"));
             vec!["epoll"]
         }
     }

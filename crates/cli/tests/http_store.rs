@@ -13,10 +13,7 @@ fn http_runs_are_recorded_as_one_trial_runs() {
 fn http_runs_on_io_uring_are_recorded_as_one_trial_runs() {
     match perflab_load::uring_support() {
         Ok(()) => http_runs_are_recorded_on("uring"),
-        Err(why) if std::env::var_os("PERFLAB_REQUIRE_URING").is_some() => {
-            panic!("io_uring is required (PERFLAB_REQUIRE_URING) but unavailable: {why}")
-        }
-        Err(why) => eprintln!("skipped: {why}"),
+        Err(why) => require::missing(format!("io_uring is unavailable here: {why}")),
     }
 }
 

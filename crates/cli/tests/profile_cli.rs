@@ -1,14 +1,14 @@
 //! `perflab profile` end to end: a C program with one known hot function, recorded
 //! with the real perf; the reducer's filters on the committed `perf script` fixture;
-//! bad input. Tests that need perf (or a C compiler) print why they skip where the
-//! machine cannot run them.
+//! bad input. Tests that need perf (or a C compiler) skip, printing why, where the
+//! machine cannot run them — or fail, under `PERFLAB_REQUIRE` (tests/require.rs).
 
 mod common;
 
 use std::path::PathBuf;
 use std::process::Command as Std;
 
-use common::{stderr, stdout, Lab};
+use common::{require, stderr, stdout, Lab};
 use serde_json::Value;
 
 /// One hot function (called in a loop for the given seconds) and a colder one. It
@@ -46,28 +46,10 @@ fn fixture() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../profile/tests/fixtures/perf-script.txt")
 }
 
-/// Why perf-based tests cannot run here, if they cannot.
-fn perf_skip_reason() -> Option<String> {
-    let dir = tempfile::tempdir().ok()?;
-    let out = Std::new("perf")
-        .args(["record", "-q", "-e", "cpu-clock", "-o"])
-        .arg(dir.path().join("p.data"))
-        .args(["--", "true"])
-        .output();
-    match out {
-        Err(_) => Some("perf is not installed (apt-get install linux-perf)".into()),
-        Ok(o) if !o.status.success() => Some(format!(
-            "perf may not record here: {}",
-            String::from_utf8_lossy(&o.stderr).trim()
-        )),
-        Ok(_) => None,
-    }
-}
-
-/// Compiles the hot program in the lab; None (with the reason printed) where it can't.
+/// Compiles the hot program in the lab; None (with the reason printed, or a failure
+/// under `PERFLAB_REQUIRE`: tests/require.rs) where perf or cc is missing.
 fn build_hot(lab: &Lab) -> Option<PathBuf> {
-    if let Some(why) = perf_skip_reason() {
-        eprintln!("skipped: {why}");
+    if !require::perf_records() || require::program("cc").is_none() {
         return None;
     }
     let src = lab.write("hot.c", HOT_C);
@@ -80,10 +62,7 @@ fn build_hot(lab: &Lab) -> Option<PathBuf> {
     match out {
         Ok(o) if o.status.success() => Some(bin),
         Ok(o) => panic!("cc failed: {}", String::from_utf8_lossy(&o.stderr)),
-        Err(e) => {
-            eprintln!("skipped: no C compiler (cc): {e}");
-            None
-        }
+        Err(e) => panic!("cc does not run: {e}"),
     }
 }
 

@@ -5,17 +5,9 @@
 mod common;
 use common::*;
 
-fn perf_works() -> bool {
-    std::process::Command::new("perf")
-        .args(["record", "-e", "cpu-clock", "-o", "/dev/null", "--", "true"])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 #[test]
 fn profiled_trials_store_reports_flame_graphs_and_function_shares() {
-    if !perf_works() {
-        eprintln!("skipped: perf cannot record here (install linux-perf, run as root)");
+    if !require::perf_records() {
         return;
     }
     let lab = Lab::new();

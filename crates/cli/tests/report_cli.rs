@@ -284,13 +284,8 @@ impl Default for Shot {
 /// ([`blank`]). Skipped, with the reason printed, when Chromium is not installed
 /// (scripts/test.sh installs it).
 fn screenshot(html: &std::path::Path, name: &str, shot: Shot) {
-    let Some(browser) = ["chromium", "chromium-browser"].into_iter().find(|b| {
-        std::process::Command::new("sh")
-            .args(["-c", &format!("command -v {b}")])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    }) else {
-        eprintln!("skipping the screenshot of {name}: chromium is not installed");
+    let found = require::which("chromium-browser");
+    let Some(browser) = found.or_else(|| require::program("chromium")) else {
         return;
     };
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-screenshots");

@@ -49,8 +49,10 @@ fn the_quick_suite_then_a_pinned_run_compared_across_stores() {
         assert!(i["ci_low"].as_f64().unwrap() <= mean, "{i}");
     }
     // Programs missing here are skipped by name, not silently.
+    // Under PERFLAB_REQUIRE none may be (tests/require.rs).
     for s in a["skipped"].as_array().unwrap() {
         assert!(s["why"].as_str().unwrap().contains("not found"), "{s}");
+        require::missing(format!("suite item {}: {}", s["item"], s["why"]));
     }
     assert!(
         a["host"]["facts"]["cpus_online"].is_string(),

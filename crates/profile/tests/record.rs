@@ -1,35 +1,19 @@
 //! The library's recording path against the real perf: start/wait on a command,
 //! start/stop on the whole system. Skipped, with the reason printed, where perf is
-//! missing or may not record.
+//! missing or may not record — failed for it under `PERFLAB_REQUIRE` (tests/require.rs).
 
-use std::process::Command;
+#[path = "../../../tests/require.rs"]
+mod require;
+
 use std::time::Duration;
 
 use perflab_profile::{
     CommandOutput, Event, ProfileError, ProfileSpec, Profiler, ReportOptions, Target,
 };
 
-fn skip_reason() -> Option<String> {
-    let dir = tempfile::tempdir().ok()?;
-    match Command::new("perf")
-        .args(["record", "-q", "-e", "cpu-clock", "-o"])
-        .arg(dir.path().join("p.data"))
-        .args(["--", "true"])
-        .output()
-    {
-        Err(_) => Some("perf is not installed".into()),
-        Ok(o) if !o.status.success() => Some(format!(
-            "perf may not record here: {}",
-            String::from_utf8_lossy(&o.stderr).trim()
-        )),
-        Ok(_) => None,
-    }
-}
-
 #[test]
 fn a_command_is_recorded_to_its_end() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
+    if !require::perf_records() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -55,8 +39,7 @@ fn a_command_is_recorded_to_its_end() {
 
 #[test]
 fn the_system_is_recorded_until_stopped() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
+    if !require::perf_records() {
         return;
     }
     let running = Profiler::start(&ProfileSpec {

@@ -5,7 +5,11 @@
 //! a unix socket. Certificates come from `rcgen`. Every client runs under a time limit
 //! and is killed past it; servers stop when their handle drops, also on a failure.
 //! curl and h2load (Debian `curl`, `nghttp2-client`; `scripts/test.sh` installs them)
-//! are required: a test without them says so and passes.
+//! are required: a test without them fails under `PERFLAB_REQUIRE`, and otherwise says
+//! so and passes (tests/require.rs).
+
+#[path = "../../../tests/require.rs"]
+mod require;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -16,16 +20,7 @@ use perflab_serve::{Server, ServerHandle};
 const LIMIT: Duration = Duration::from_secs(60);
 
 fn have(tool: &str) -> bool {
-    let found = Command::new(tool)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok();
-    if !found {
-        eprintln!("skipped: {tool} is not installed (scripts/test.sh installs it)");
-    }
-    found
+    require::program(tool).is_some()
 }
 
 /// Runs a client to completion, killing it if it outlives [`LIMIT`].

@@ -5,7 +5,12 @@
 //! Every test takes `DEVICE_LOCK` first (and drops it last) so none counts another's
 //! I/O. On a shared device other processes can still add I/O to a window;
 //! that only ever adds, so the accuracy check keeps the closest of three attempts.
-//! No assertion is about time.
+//! No assertion is about time. What this machine cannot give (a block device, root,
+//! loop devices) skips with the reason, or fails under `PERFLAB_REQUIRE`
+//! (tests/require.rs).
+
+#[path = "../../../tests/require.rs"]
+mod require;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -26,7 +31,8 @@ fn lock() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// A scratch directory on a file system with a real block device behind it, or
-/// `None` (with the reason printed) when there is none.
+/// `None` (with the reason printed, or a failure under `PERFLAB_REQUIRE`) when there
+/// is none.
 fn block_backed_dir() -> Option<tempfile::TempDir> {
     let candidates = [
         std::env::temp_dir(),
@@ -43,9 +49,9 @@ fn block_backed_dir() -> Option<tempfile::TempDir> {
             }
         }
     }
-    eprintln!(
-        "skipped: none of {candidates:?} is on a block device (tmpfs/overlay only), so there are no device counters to check"
-    );
+    require::missing(format!(
+        "none of {candidates:?} is on a block device (tmpfs/overlay only), so there are no device counters to check"
+    ));
     None
 }
 
@@ -190,14 +196,14 @@ fn writes_to_an_allowed_loop_device_are_counted_exactly() {
     let dev = match out {
         Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).trim().to_string(),
         Ok(o) => {
-            eprintln!(
-                "skipped: losetup failed (needs root and loop devices): {}",
+            require::missing(format!(
+                "losetup failed (needs root and loop devices): {}",
                 String::from_utf8_lossy(&o.stderr).trim()
-            );
+            ));
             return;
         }
         Err(e) => {
-            eprintln!("skipped: no losetup: {e}");
+            require::missing(format!("{}: {e}", require::not_found("losetup")));
             return;
         }
     };
@@ -373,7 +379,7 @@ fn a_full_file_system_gives_a_flagged_partial_result_and_no_file() {
         .map(|s| s.success())
         .unwrap_or(false);
     if !ok {
-        eprintln!("skipped: cannot mount a 4 MiB tmpfs here (needs root / CAP_SYS_ADMIN)");
+        require::missing("cannot mount a 4 MiB tmpfs here (needs root / CAP_SYS_ADMIN)");
         return;
     }
     struct Umount(PathBuf);

@@ -14,8 +14,12 @@
 //! 4. a short timed run (`--min-time 0.05`) must give finite positive MFLOPS
 //!    for every kernel, and the same checksums as the verification pass.
 //!
-//! A missing toolchain prints a skip line and does not fail the test (in CI all
-//! six exist). The definitions are in docs/scimark.md.
+//! A missing toolchain prints a skip line and does not fail the test — except under
+//! `PERFLAB_REQUIRE` (CI, where all six exist), where it fails naming the tool
+//! (tests/require.rs). The definitions are in docs/scimark.md.
+
+#[path = "../../../tests/require.rs"]
+mod require;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -426,7 +430,11 @@ fn scimark_kernels_agree_across_languages() {
 
     for lang in languages() {
         if let Some((tool, _)) = lang.tools.iter().find(|(p, a)| !tool_available(p, a)) {
-            eprintln!("skip scimark {}: `{tool}` not found on PATH", lang.name);
+            let from = require::package(tool).map_or(String::new(), |p| format!(" ({p})"));
+            require::missing(format!(
+                "scimark {}: `{tool}`{from} is missing or refuses here",
+                lang.name
+            ));
             continue;
         }
         let started = Instant::now();

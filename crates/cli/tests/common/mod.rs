@@ -4,6 +4,8 @@
 #![allow(dead_code)]
 
 pub mod netns;
+#[path = "../../../../tests/require.rs"]
+pub mod require;
 pub mod slurm;
 
 use std::path::{Path, PathBuf};
@@ -197,12 +199,10 @@ impl Drop for Killed {
 /// nginx in the foreground, one process (`master_process off`, so killing it leaves no
 /// worker behind), with its pid, logs and temp files under `dir` and `http_extra` inside
 /// its `http {}` block (the `server {}` blocks, with `{dir}/www` as the usual root);
-/// `None` where nginx is not installed.
+/// `None` where nginx is not on `PATH` (a failure under `PERFLAB_REQUIRE`: [`require`]).
 pub fn start_nginx(dir: &Path, http_extra: &str) -> Option<Killed> {
     use std::process::{Command, Stdio};
-    let nginx = ["/usr/sbin/nginx", "nginx"]
-        .into_iter()
-        .find(|n| Command::new(n).arg("-v").output().is_ok())?;
+    let nginx = require::program("nginx")?;
     std::fs::create_dir_all(dir.join("www")).unwrap();
     std::fs::create_dir_all(dir.join("tmp")).unwrap();
     // SAFETY: geteuid has no preconditions.

@@ -11,14 +11,16 @@
 //! Everything a test makes is removed when its [`Hosts`] is dropped, also when the test
 //! fails: every process left in the namespaces (sshd, its sessions, what they started)
 //! is killed, then the namespaces and the bridge are deleted. Where this machine cannot
-//! make them (no sshd, no `ip netns`, not root), [`Hosts::new`] says why and gives
-//! None, and the test passes without running.
+//! make them (no sshd on `PATH`, no `ip netns`, not root), [`Hosts::new`] follows the
+//! rule of `require`: under `PERFLAB_REQUIRE` it panics naming what is missing,
+//! otherwise it says why and gives None, and the test returns. sshd is looked up on
+//! `PATH` only (root's `PATH` has /usr/sbin), so a test can make it absent.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command as Std, Stdio};
 use std::time::Duration;
 
-use super::wait_until;
+use super::{require, wait_until};
 
 /// Namespaces with an sshd each; dropped: everything in them killed, namespaces deleted.
 pub struct Hosts {
@@ -47,30 +49,24 @@ pub fn sh(args: &[&str]) -> Result<(), String> {
     }
 }
 
-fn sshd() -> Option<PathBuf> {
-    ["/usr/sbin/sshd", "/usr/bin/sshd"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.is_file())
-}
-
 impl Hosts {
-    /// `n` hosts, each on its own veth pair; None (and why, printed) where this machine
-    /// cannot make them.
+    /// `n` hosts, each on its own veth pair; where this machine cannot make them, a
+    /// panic under `PERFLAB_REQUIRE`, else None (and why, printed).
     pub fn new(dir: &Path, n: usize) -> Option<Hosts> {
-        Hosts::make(dir, n, false)
+        require::have(Hosts::make(dir, n, false))
     }
 
     /// `n` hosts on one bridge, reaching one another.
     pub fn bridged(dir: &Path, n: usize) -> Option<Hosts> {
-        Hosts::make(dir, n, true)
+        require::have(Hosts::make(dir, n, true))
     }
 
-    fn make(dir: &Path, n: usize, bridged: bool) -> Option<Hosts> {
-        let Some(sshd) = sshd() else {
-            eprintln!("skipped: no sshd (Debian: openssh-server)");
-            return None;
-        };
+    /// The hosts, or why this machine cannot make them.
+    pub fn make(dir: &Path, n: usize, bridged: bool) -> Result<Hosts, String> {
+        let sshd = require::which("sshd").ok_or_else(|| require::not_found("sshd"))?;
+        if !require::is_root() {
+            return Err("network namespaces (ip netns add) need root".into());
+        }
         // Unique per test of this process, and short: interface names have 15 bytes.
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let seq = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -95,10 +91,9 @@ impl Hosts {
                 file.to_str().unwrap(),
             ])
         };
-        if let Err(e) = keygen(&dir.join("id")).and_then(|_| keygen(&dir.join("hostkey"))) {
-            eprintln!("skipped: {e}");
-            return None;
-        }
+        keygen(&dir.join("id"))
+            .and_then(|_| keygen(&dir.join("hostkey")))
+            .map_err(|e| format!("{e} (Debian package: openssh-client)"))?;
         std::fs::copy(dir.join("id.pub"), dir.join("authorized_keys")).unwrap();
         let _ = std::fs::create_dir_all("/run/sshd");
         let hostkey = std::fs::read_to_string(dir.join("hostkey.pub")).unwrap();
@@ -118,10 +113,7 @@ impl Hosts {
                 ])?;
                 sh(&["ip", "link", "set", &br, "up"])
             });
-            if let Err(e) = made {
-                eprintln!("skipped: cannot make a bridge here: {e}");
-                return None;
-            }
+            made.map_err(|e| format!("cannot make a bridge here: {e}"))?;
         }
         let mut known = String::new();
         for i in 0..n {
@@ -157,10 +149,7 @@ impl Hosts {
                 in_ns(&["ip", "link", "set", &inside, "up"])?;
                 in_ns(&["ip", "link", "set", "lo", "up"])
             });
-            if let Err(e) = made {
-                eprintln!("skipped: cannot make network namespaces here: {e}");
-                return None;
-            }
+            made.map_err(|e| format!("cannot make network namespaces here: {e}"))?;
             let cfg = dir.join(format!("sshd-{i}.conf"));
             std::fs::write(
                 &cfg,
@@ -196,7 +185,7 @@ impl Hosts {
             assert!(up, "sshd in {ns} did not listen");
         }
         std::fs::write(dir.join("known_hosts"), known).unwrap();
-        Some(hosts)
+        Ok(hosts)
     }
 
     /// An inventory of the hosts, `h0`, `h1`, ..., plus `extra` lines.

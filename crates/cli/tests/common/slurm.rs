@@ -7,25 +7,20 @@
 //! every daemon it started and then anything they left (job steps' `slurmstepd`,
 //! their tasks, an srun: every process whose environment names this cluster's
 //! `SLURM_CONF`), so nothing survives the test. Where the machine cannot run one (not
-//! root, slurm or munge not installed) [`Cluster::start`] says why and gives None, and
-//! the test passes without running.
+//! root, slurm or munge not on `PATH`) [`Cluster::start`] follows the rule of
+//! `require`: a panic naming what is missing under `PERFLAB_REQUIRE`, else None with
+//! the reason printed, and the test returns.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use super::wait_until;
+use super::{require, wait_until};
 
 /// The cluster's daemons; dropped: all killed, with what they left.
 pub struct Cluster {
     pub dir: tempfile::TempDir,
     daemons: Vec<Child>,
-}
-
-fn found(program: &str) -> bool {
-    ["/usr/sbin", "/usr/bin", "/sbin", "/bin"]
-        .iter()
-        .any(|d| Path::new(d).join(program).is_file())
 }
 
 /// A TCP port on 127.0.0.1 free now.
@@ -38,22 +33,12 @@ fn free_port() -> u16 {
 
 impl Cluster {
     /// Starts munged, slurmctld and two slurmd, and waits (at most 60 s) until `sinfo`
-    /// shows both nodes idle; None (and why, printed) where this machine cannot.
+    /// shows both nodes idle; where this machine cannot, see `require` (a panic under
+    /// `PERFLAB_REQUIRE`, else None with the reason printed).
     pub fn start() -> Option<Cluster> {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            eprintln!("skipped: the Slurm tests run slurmd and munged as root");
-            return None;
-        }
-        let missing: Vec<&str> = ["munged", "slurmctld", "slurmd", "srun", "sinfo"]
-            .into_iter()
-            .filter(|p| !found(p))
-            .collect();
-        if !missing.is_empty() {
-            eprintln!(
-                "skipped: {} not installed (Debian: slurm-wlm munge)",
-                missing.join(", ")
-            );
+        if !require::root("the Slurm tests (slurmd and munged)")
+            || !require::programs(&["munged", "slurmctld", "slurmd", "srun", "sinfo"])
+        {
             return None;
         }
         let dir = tempfile::Builder::new()

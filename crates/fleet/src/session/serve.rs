@@ -203,6 +203,12 @@ pub fn serve(first: Request, mut input: impl BufRead, mut out: impl Write, scrat
     0
 }
 
+// The rule for a test whose tool or kernel feature is missing (a failure under
+// PERFLAB_REQUIRE), shared by every crate's tests: at the workspace root.
+#[cfg(test)]
+#[path = "../../../../tests/require.rs"]
+mod require;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -308,13 +314,6 @@ mod tests {
         assert!(t.elapsed() < std::time::Duration::from_secs(10));
     }
 
-    fn perf_works() -> bool {
-        std::process::Command::new("perf")
-            .args(["record", "-e", "cpu-clock", "-o", "/dev/null", "--", "true"])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    }
-
     fn profile() -> Request {
         Request::Profile(perflab_workloads::spec::ProfileAttachment {
             frequency: 499,
@@ -372,8 +371,7 @@ mod tests {
 
     #[test]
     fn a_session_profiles_its_service_and_sends_the_profile_back() {
-        if !perf_works() {
-            eprintln!("skipped: perf cannot record here (install linux-perf, run as root)");
+        if !require::perf_records() {
             return;
         }
         let dir = tempfile::tempdir().unwrap();
@@ -419,8 +417,7 @@ mod tests {
 
     #[test]
     fn the_end_of_stdin_kills_perf() {
-        if !perf_works() {
-            eprintln!("skipped: perf cannot record here (install linux-perf, run as root)");
+        if !require::perf_records() {
             return;
         }
         let dir = tempfile::tempdir().unwrap();

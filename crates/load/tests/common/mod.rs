@@ -2,6 +2,9 @@
 //! connection, with scripted misbehaviour. They stop when dropped.
 #![allow(dead_code)]
 
+#[path = "../../../../tests/require.rs"]
+pub mod require;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -214,19 +217,11 @@ pub fn refused_addr() -> SocketAddr {
 }
 
 /// Whether io_uring tests can run here. Where the kernel (or a sandbox) does not allow
-/// io_uring they are skipped with a note — unless `PERFLAB_REQUIRE_URING` is set, on
-/// machines that must cover it.
+/// io_uring they are skipped with a note — or fail, under `PERFLAB_REQUIRE`
+/// ([`require`]), on machines that must cover it.
 pub fn uring_or_skip() -> bool {
-    match perflab_load::uring_support() {
-        Ok(()) => true,
-        Err(why) if std::env::var_os("PERFLAB_REQUIRE_URING").is_some() => {
-            panic!("io_uring is required (PERFLAB_REQUIRE_URING) but unavailable: {why}")
-        }
-        Err(why) => {
-            eprintln!("skipped on io_uring: {why}");
-            false
-        }
-    }
+    let support = perflab_load::uring_support();
+    require::have(support.map_err(|why| format!("io_uring is unavailable here: {why}"))).is_some()
 }
 
 /// Runs `spec` and checks that it ran on the engine it asked for.

@@ -120,6 +120,12 @@ fn poll_queues(peaks: &Mutex<HashMap<u64, DiagSocket>>, stop: &AtomicBool, every
     }
 }
 
+// The rule for a test whose tool or kernel feature is missing (a failure under
+// PERFLAB_REQUIRE), shared by every crate's tests: at the workspace root.
+#[cfg(test)]
+#[path = "../../../../tests/require.rs"]
+mod require;
+
 #[cfg(test)]
 mod tests {
     use std::net::{TcpListener, TcpStream};
@@ -135,8 +141,8 @@ mod tests {
         let src = Source::live(None);
         let mut notes = Notes::default();
         let w = Watch::start(&src, Some(Duration::from_millis(20)), &mut notes);
-        if diag::dump().is_err() {
-            eprintln!("skipped: sock_diag is not available here");
+        if let Err(why) = diag::dump() {
+            require::missing(format!("sock_diag is not available here: {why}"));
             return;
         }
         // Three connections wait in the accept queue for a while...
@@ -152,7 +158,7 @@ mod tests {
         drop((clients, accepted));
         let (_, after) = w.finish(&src, &mut notes);
         let Some(t) = after.sockets else {
-            eprintln!("skipped: no socket table here");
+            require::missing("no socket table here (/proc/net/tcp, sock_diag)");
             return;
         };
         let me = t
