@@ -51,6 +51,11 @@ pub trait Observer {
     fn trial_finished(&self, _index: usize, _config: &str, _error: Option<&str>) {}
     /// Something the user should know (printed above the progress bar).
     fn warn(&self, _message: &str) {}
+    /// The noise check found the machine noisy; by default, warned about in the words
+    /// of an experiment file (`cpus = "1"`).
+    fn noisy(&self, n: &crate::noise::Noisy) {
+        self.warn(&n.message("cpus = \"1\""));
+    }
 }
 
 /// An observer that says nothing.
@@ -215,11 +220,7 @@ fn noise(exp: &Experiment, obs: &dyn Observer) -> Option<f64> {
     let cv = crate::noise::measure();
     let limit = crate::noise::threshold();
     if cv > limit {
-        obs.warn(&format!(
-            "this machine is noisy right now: a fixed CPU loop varied by {:.1}% (CV) between runs (> {:.0}%); widen repetitions, pin CPUs (cpus = \"1\") or stop other work",
-            cv * 100.0,
-            limit * 100.0
-        ));
+        obs.noisy(&crate::noise::Noisy { cv, limit });
     }
     Some(cv)
 }
@@ -359,21 +360,11 @@ fn programs_named(exp: &Experiment) -> Vec<String> {
     if let Some(s) = &exp.service {
         add(s.command.source());
     }
-    match &exp.workload {
-        WorkloadSpec::Command(c) => add(c.command.source()),
-        WorkloadSpec::Http(_)
-        | WorkloadSpec::Scimark(_)
-        | WorkloadSpec::Disk(_)
-        | WorkloadSpec::Compress(_)
-        | WorkloadSpec::Mem(_)
-        | WorkloadSpec::Crypto(_)
-        | WorkloadSpec::Net(_) => add("perflab"),
-        // The suite's compilers, JVM and peer server are host facts of its run.
-        WorkloadSpec::Suite(_) => {
-            for p in ["perflab", "cc", "gcc", "java", "nginx"] {
-                add(p);
-            }
-        }
+    if let WorkloadSpec::Command(c) = &exp.workload {
+        add(c.command.source());
+    }
+    for p in exp.workload.kind().programs() {
+        add(p);
     }
     for t in [&exp.prepare, &exp.cleanup, &exp.setup, &exp.teardown]
         .into_iter()
