@@ -92,7 +92,18 @@ impl Lab {
             scratch: Some(self.dir.path().join("runs")),
             ..opts
         };
-        runner::run_on(exp, &self.store, &opts, flag, obs, &fleet, Some(&fleet)).unwrap()
+        runner::run_on(
+            exp,
+            &self.store,
+            &opts,
+            &runner::RunContext {
+                interrupted: flag,
+                observer: obs,
+                factory: &fleet,
+                sites: Some(&fleet),
+            },
+        )
+        .unwrap()
     }
 
     /// The errors of run `out`'s trials, for messages.

@@ -1,6 +1,12 @@
-//! Recording single-shot commands (`perflab http`, `disk`, `profile`, ...) into the
-//! store: one run, one config (the command's options), one trial — the same tables as
-//! experiments, so `show`, `compare` and `export` work on them too.
+//! Recording a measurement made outside the runner into the store: one run, one config
+//! (the command's options), one trial — the same tables as experiments, so `show`,
+//! `compare` and `export` work on them too.
+//!
+//! What is left of the single-shot path: a distributed load (`perflab http --agents`,
+//! `--engine slurm`, its own controller over hosts), and `perflab doctor` and `profile`
+//! until they run as one-trial runs too. `perflab http` and `disk` go through the
+//! runner as one-trial runs (`crate::single`); the rest should follow, and then this
+//! module goes.
 
 use perflab_store::{NewRun, Params, Result, RunId, RunStatus, Store, TrialRecord, TrialStatus};
 use perflab_workloads::Measurement;

@@ -123,15 +123,18 @@ pub fn run(g: &crate::Global, args: &HttpArgs, spec: LoadSpec) -> anyhow::Result
         params.insert("engine".into(), serde_json::json!("slurm"));
         (outcome, stop)
     } else {
-        let SshAgents { inventory, weights } =
-            agent_hosts::ssh_agents(&args.agents, args.hosts.as_deref(), &args.agent_weights)
-                .map_err(hosts_error)?;
+        let SshAgents { inventory, weights } = agent_hosts::ssh_agents(
+            &args.agents,
+            args.remote.hosts.as_deref(),
+            &args.agent_weights,
+        )
+        .map_err(hosts_error)?;
         let scratch = std::env::temp_dir().join(format!("perflab-agents-{}", std::process::id()));
         std::fs::create_dir_all(&scratch)?;
         let fleet = Fleet::new(
             inventory,
             Ssh {
-                accept_new_host_keys: args.accept_new_host_keys,
+                accept_new_host_keys: args.remote.accept_new_host_keys,
                 ..Default::default()
             },
             scratch.clone(),

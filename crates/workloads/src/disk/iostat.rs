@@ -10,7 +10,7 @@
 //! the device was busy over the interval (capped at 100, as iostat prints it).
 
 use perflab_telemetry::disk::DiskStats;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Finds `device` in the text of `/proc/diskstats`.
 pub fn parse_line(text: &str, device: &str) -> Option<DiskStats> {
@@ -27,7 +27,7 @@ pub fn read(device: &str) -> Option<DiskStats> {
 }
 
 /// `iostat -x` figures of one device over one interval.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Iostat {
     /// Completed reads per second.
     pub r_s: f64,

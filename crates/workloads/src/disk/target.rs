@@ -198,7 +198,10 @@ fn dio_alignment(
                 fs_type.unwrap_or("the file system"),
                 dir.display(),
                 device
-                    .map(|d| format!(", logical block size of /dev/{} {}", d.name, d.logical_block_size))
+                    .map(|d| format!(
+                        ", logical block size of /dev/{} {}",
+                        d.name, d.logical_block_size
+                    ))
                     .unwrap_or_default()
             );
         }

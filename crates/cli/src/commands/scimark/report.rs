@@ -5,8 +5,8 @@
 
 use comfy_table::{Cell, CellAlignment, Table};
 use perflab_analysis::compare::{against_baseline, Baseline, Candidate};
-use perflab_analysis::summary::{summarize_run, ConfigSummary};
 use perflab_analysis::format::sig;
+use perflab_analysis::summary::{summarize_run, ConfigSummary};
 use perflab_analysis::{CompareOptions, Outcome};
 use perflab_store::{RunId, Store};
 use perflab_workloads::scimark::{Output, KERNELS};
