@@ -2,28 +2,26 @@
 //! with the numbers seen, why it matters and the exact fix.
 //!
 //! The rules live in `perflab_telemetry::doctor` (pure functions over two
-//! observations, tested on fixtures); this file only parses flags, takes the two
-//! observations `--watch` apart — polling the listeners' accept queues in between, so a
-//! queue that filled during the watch is seen — prints, and maps the worst severity to
-//! the exit status. Every invocation is then recorded into the store as a one-trial run
-//! (`perflab_lab::doctor` builds it), after the findings are printed, so a host whose
-//! store cannot be written still gets them.
+//! observations, tested on fixtures); the watch and the measurement — the two
+//! observations `--watch` apart, the accept queues polled in between, the diagnosis as
+//! `doctor.json` and counts — are `kind = "doctor"` (`perflab_workloads::doctor`). This
+//! file only turns flags into that spec, prints, and maps the worst severity to the
+//! exit status. Every invocation is then recorded into the store as a one-trial run,
+//! after the findings are printed, so a host whose store cannot be written still gets
+//! them.
 //!
 //! `--on HOST,...` runs this same doctor on inventory hosts instead and prints their
 //! reports here (`perflab_fleet::relay` does the running; `super::on_host` the flags).
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::Context as _;
 use perflab_fleet::relay::{with_host, Ended, Stream};
-use perflab_telemetry::doctor::{
-    self, diagnose, parse_watch, Context, Diagnosis, Finding, Severity, Source,
-};
-use perflab_telemetry::Notes;
-use perflab_workloads::{Measurement, MetricValue};
+use perflab_telemetry::doctor::{self, parse_watch, Diagnosis, Finding, Severity};
+use perflab_workloads::doctor::{self as doctor_kind, DoctorSpec};
+use perflab_workloads::{Measurement, Workload, WorkloadError};
 use serde_json::json;
 
 use super::on_host::{self, OnArgs};
@@ -123,65 +121,67 @@ pub fn run(g: &crate::Global, a: &DoctorArgs) -> anyhow::Result<ExitCode> {
     std::fs::metadata("/proc/stat").context("cannot read /proc/stat: is /proc mounted?")?;
     let stop = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
     a.on.watch_stdin(&stop);
-    let ctx = Context {
-        pid: a.pid,
-        connections: a.connections,
-        outgoing: a.outgoing,
-        ..Context::live()
-    };
-    let src = Source::live(a.pid);
-    let mut notes = Notes::default();
-    // The same watch as the per-trial doctor's: accept queues polled in between.
-    let poll = (!watch.is_zero()).then_some(doctor::watch::POLL);
-    let w = doctor::watch::Watch::start(&src, poll, &mut notes);
     if !watch.is_zero() && !g.quiet && std::io::stderr().is_terminal() {
         eprintln!(
             "watching the counters for {} (Ctrl-C stops)…",
             humanize(watch)
         );
     }
-    while w.elapsed() < watch {
-        if stop.load(Ordering::SeqCst) {
-            return Ok(ExitCode::from(INTERRUPTED));
-        }
-        std::thread::sleep(Duration::from_millis(50).min(watch.saturating_sub(w.elapsed())));
-    }
-    let (before, after) = if watch.is_zero() {
-        let (before, _) = w.finish_at(&src, 0.0, &mut notes);
-        (before.clone(), before)
-    } else {
-        w.finish(&src, &mut notes)
+    let ctx = perflab_workloads::TrialContext {
+        cpus: None,
+        timeout: None,
+        interrupted: stop,
+        run_dir: std::env::temp_dir(),
     };
-    if !g.quiet {
-        let mut seen = std::collections::BTreeSet::new();
-        for w in &notes.warnings {
-            if seen.insert(w) {
-                eprintln!("warning: {w}");
-            }
+    let m = match a.spec().run(&ctx) {
+        Ok(m) => m,
+        Err(WorkloadError::Interrupted) => return Ok(ExitCode::from(INTERRUPTED)),
+        Err(e) => return Err(e.into()),
+    };
+    let d = doctor_kind::diagnosis_in(&m).context("the doctor made no diagnosis")?;
+    print(a, &d)?;
+    if a.to_controller {
+        let v = doctor_kind::to_json(&d);
+        eprintln!("{TO_CONTROLLER}{}", serde_json::to_string(&v)?);
+    } else {
+        record(g, a, m, d.watch_s, None);
+    }
+    Ok(exit_status(&d))
+}
+
+impl DoctorArgs {
+    /// The doctor's workload spec: the flags as `kind = "doctor"` options.
+    fn spec(&self) -> DoctorSpec {
+        DoctorSpec {
+            watch: self.watch.clone(),
+            pid: self.pid,
+            connections: self.connections,
+            outgoing: self.outgoing,
         }
     }
-    let d = diagnose(&before, &after, &ctx);
+}
+
+/// The report or `--json` object of one diagnosis, on stdout.
+fn print(a: &DoctorArgs, d: &Diagnosis) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     if a.json {
-        let v = perflab_lab::doctor::to_json(&d);
+        let v = doctor_kind::to_json(d);
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
         let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-        write!(out, "{}", report(&d, colour))?;
+        write!(out, "{}", report(d, colour))?;
     }
     out.flush()?;
-    drop(out);
-    if a.to_controller {
-        let v = perflab_lab::doctor::to_json(&d);
-        eprintln!("{TO_CONTROLLER}{}", serde_json::to_string(&v)?);
-    } else {
-        record(g, a, perflab_lab::doctor::measurement(&d), d.watch_s, None);
-    }
-    Ok(ExitCode::from(match d.worst() {
+    Ok(())
+}
+
+/// The worst finding as the exit status: 5 critical, 4 warnings, else 0.
+fn exit_status(d: &Diagnosis) -> ExitCode {
+    ExitCode::from(match d.worst() {
         Some(Severity::Critical) => CRITICAL,
         Some(Severity::Warn) => FAILURES,
         _ => 0,
-    }))
+    })
 }
 
 /// Records a diagnosis (of this machine, or of `host`); a store that cannot be written
@@ -255,8 +255,14 @@ fn run_on(g: &crate::Global, a: &DoctorArgs, watch: Duration) -> anyhow::Result<
     for (h, d) in hosts.iter().zip(&mut diagnoses) {
         if let Some(d) = d {
             d["host"] = json!(h.name);
-            let watch_s = d["watch_s"].as_f64().unwrap_or(watch.as_secs_f64());
-            record(g, a, measurement_of(d), watch_s, Some(&h.name));
+            let Ok(diagnosis) = doctor_kind::diagnosis_of(d) else {
+                eprintln!("warning: host {}: its diagnosis could not be read", h.name);
+                continue;
+            };
+            let mut m = doctor_kind::measurement(&diagnosis);
+            // Stored as the host sent it, tagged with its name.
+            m.artifacts[0].content = serde_json::to_vec_pretty(d).unwrap_or_default();
+            record(g, a, m, diagnosis.watch_s, Some(&h.name));
         }
     }
     let _ = std::fs::remove_dir_all(&relay.scratch);
@@ -341,32 +347,6 @@ fn record_into_store(
     )
     .with_context(|| format!("cannot record into the store {}", g.store.display()))?;
     Ok(id)
-}
-
-/// What [`perflab_lab::doctor::measurement`] makes of a diagnosis, from its JSON (a
-/// host's, sent back): the counts by severity and the document as `doctor.json`.
-fn measurement_of(v: &serde_json::Value) -> Measurement {
-    let findings = v["findings"].as_array().map(Vec::as_slice).unwrap_or(&[]);
-    let count = |name: &str, s: Severity| {
-        let n = findings
-            .iter()
-            .filter(|f| f["severity"] == s.as_str())
-            .count();
-        MetricValue::new(name, "", n as f64, "lower")
-    };
-    Measurement {
-        metrics: vec![
-            count("findings_critical", Severity::Critical),
-            count("findings_warn", Severity::Warn),
-            count("findings_info", Severity::Info),
-        ],
-        artifacts: vec![perflab_workloads::ArtifactData {
-            name: perflab_store::vocab::ARTIFACT_DOCTOR.into(),
-            media_type: "application/json".into(),
-            content: serde_json::to_vec_pretty(v).unwrap_or_default(),
-        }],
-        ..Measurement::default()
-    }
 }
 
 fn humanize(d: Duration) -> String {
