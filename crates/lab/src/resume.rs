@@ -22,12 +22,13 @@ pub enum ResumeError {
     File(#[from] crate::FileError),
 }
 
-/// The experiment of run `id`, which must be of one of `kinds` (`experiment`,
-/// `scimark`, ...).
+/// The experiment of run `id`: any run that stored one (every run the runner started:
+/// `perflab run`, bench and the one-line commands), or with `only`, a run of that kind
+/// alone (`perflab scimark --resume` resumes scimark runs).
 pub fn stored_experiment(
     store: &Store,
     id: RunId,
-    kinds: &[&str],
+    only: Option<&str>,
 ) -> Result<Experiment, ResumeError> {
     let row = store.run(id)?;
     let text = row.file_text.clone().ok_or_else(|| {
@@ -36,11 +37,10 @@ pub fn stored_experiment(
             row.kind
         ))
     })?;
-    if !kinds.contains(&row.kind.as_str()) {
+    if let Some(only) = only.filter(|k| *k != row.kind) {
         return Err(ResumeError::NotResumable(format!(
-            "run {id} is a {} run; only {} runs can be resumed here",
+            "run {id} is a {} run; only {only} runs can be resumed here",
             row.kind,
-            kinds.join(", ")
         )));
     }
     let path = PathBuf::from(

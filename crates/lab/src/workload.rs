@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use perflab_workloads::spec::KindSpec;
+use perflab_workloads::spec::{Kind, KindSpec};
 use toml::Spanned;
 
 use crate::error::FileError;
@@ -14,7 +14,7 @@ use crate::template::{Template, BUILTINS};
 /// Checks a table workload and keeps it.
 pub(crate) fn table_spec(
     c: &Checker,
-    kind: &str,
+    kind: Kind,
     w: Spanned<toml::Table>,
 ) -> Result<WorkloadSpec, FileError> {
     let span = w.span();
@@ -47,6 +47,12 @@ pub(crate) fn table_spec(
     }
     // The options must make sense once rendered.
     if let Err(msg) = rendered(kind, &table, &c.sample) {
+        // A value of the wrong type: name its key and say the type as TOML does.
+        let msg = match key_of_invalid(&msg, &table) {
+            Some(k) => format!("`{k}`: {msg}"),
+            None => msg,
+        };
+        let msg = crate::experiment::plain_types(&msg);
         // Point at the key the message names: `field` (serde) or its first word.
         let key = msg
             .split('`')
@@ -64,16 +70,29 @@ pub(crate) fn table_spec(
             .unwrap_or(span.start);
         return Err(c.loc.at(at, format!("[workload] kind = \"{kind}\": {msg}")));
     }
-    Ok(match kind {
-        "http" => WorkloadSpec::Http(table),
-        "disk" => WorkloadSpec::Disk(table),
-        "compress" => WorkloadSpec::Compress(table),
-        "mem" => WorkloadSpec::Mem(table),
-        "crypto" => WorkloadSpec::Crypto(table),
-        "net" => WorkloadSpec::Net(table),
-        "suite" => WorkloadSpec::Suite(table),
-        _ => WorkloadSpec::Scimark(table),
-    })
+    Ok(WorkloadSpec::Options { kind, table })
+}
+
+/// The option a serde "invalid type: string \"two\", expected usize" message is
+/// about: the one whose value serde describes so (serde_json names no field).
+fn key_of_invalid(msg: &str, t: &toml::Table) -> Option<String> {
+    if !msg.starts_with("invalid type") {
+        return None;
+    }
+    t.iter()
+        .find(|(_, v)| {
+            let said = match v {
+                toml::Value::String(s) => format!("string {s:?}"),
+                toml::Value::Integer(i) => format!("integer `{i}`"),
+                toml::Value::Float(f) => format!("floating point `{f}"),
+                toml::Value::Boolean(b) => format!("boolean `{b}`"),
+                toml::Value::Array(_) => "sequence".into(),
+                toml::Value::Table(_) => "map".into(),
+                _ => return false,
+            };
+            msg.contains(&said)
+        })
+        .map(|(k, _)| k.clone())
 }
 
 fn collect_strings(v: &toml::Value, out: &mut Vec<String>) {
@@ -135,14 +154,17 @@ fn render_as(t: &toml::Table, vars: &BTreeMap<String, String>, typed: bool) -> t
 
 /// A table kind's options, rendered for one trial and checked, as data.
 pub fn rendered(
-    kind: &str,
+    kind: Kind,
     t: &toml::Table,
     vars: &BTreeMap<String, String>,
 ) -> Result<KindSpec, String> {
     // Typed first (`direct = "{direct}"` with a boolean matrix); an option that wants
     // text gets the text (`size = "{n}"` with n = 1048576 reads either way).
-    KindSpec::options(kind, as_json(&render_as(t, vars, true)))
-        .or_else(|e| KindSpec::options(kind, as_json(&render_as(t, vars, false))).map_err(|_| e))
+    kind.options(as_json(&render_as(t, vars, true)))
+        .or_else(|e| {
+            kind.options(as_json(&render_as(t, vars, false)))
+                .map_err(|_| e)
+        })
 }
 
 /// The TOML table as the JSON value the workload kinds read.
@@ -151,19 +173,12 @@ fn as_json(t: &toml::Table) -> serde_json::Value {
 }
 
 impl WorkloadSpec {
-    /// `agents = [...]` of an http workload: the inventory hosts its load runs from
-    /// (a distributed load; crate fleet runs it). Empty for every other workload.
+    /// The inventory hosts its load runs from (`agents = [...]` of an http workload:
+    /// a distributed load; crate fleet runs it). Empty for every other workload.
     pub fn agents(&self) -> Vec<String> {
-        let WorkloadSpec::Http(t) = self else {
-            return Vec::new();
-        };
-        t.get("agents")
-            .and_then(|v| v.as_array())
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(|s| s.trim().to_string()))
-                    .collect()
-            })
-            .unwrap_or_default()
+        match self {
+            WorkloadSpec::Command(_) => Vec::new(),
+            WorkloadSpec::Options { kind, table } => kind.agents(&as_json(table)),
+        }
     }
 }

@@ -155,3 +155,43 @@ fn library_errors_name_the_field_not_a_command_line_flag() {
         "{err}"
     );
 }
+
+#[test]
+fn a_type_error_names_the_key_and_the_form_expected() {
+    // (file, "line:col", words): the key, what it expects, never a Rust type.
+    let cases: &[(&str, &str, &[&str])] = &[
+        (
+            "[experiment]\nwarmup = \"x\"\n[workload]\nkind = \"command\"\ncommand = \"true\"\n",
+            "2:10",
+            &["`warmup`", "expected an integer"],
+        ),
+        (
+            "[experiment]\nrepetitions = \"x\"\n[workload]\nkind = \"command\"\ncommand = \"true\"\n",
+            "2:15",
+            &["repetitions", "an integer from 1 to 100000 or \"auto\""],
+        ),
+        (
+            "[experiment]\n[workload]\nkind = \"mem\"\nop = \"copy\"\nblock = \"4K\"\nthreads = \"two\"\n",
+            "6:1",
+            &["`threads`", "\"two\"", "expected a non-negative integer"],
+        ),
+        (
+            "[experiment]\n[workload]\nkind = \"net\"\nduration = true\n",
+            "4:1",
+            &["`duration`", "expected a number"],
+        ),
+    ];
+    for (text, at, words) in cases {
+        let err = Experiment::parse(Path::new("t.toml"), text)
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with(&format!("t.toml:{at}")), "{err}");
+        for w in *words {
+            assert!(err.contains(w), "expected {w:?} in: {err}");
+        }
+        assert!(
+            !err.contains("usize") && !err.contains("i64") && !err.contains("f64"),
+            "{err}"
+        );
+    }
+}

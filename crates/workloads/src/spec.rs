@@ -26,17 +26,205 @@ use crate::scimark::ScimarkSpec;
 use crate::suite::SuiteSpec;
 use crate::{Workload, WorkloadError};
 
-/// Workload kinds, as written in experiment files.
-pub const KINDS: &[&str] = &[
-    "command", "http", "scimark", "disk", "compress", "mem", "crypto", "net", "suite",
-];
+/// A workload kind: the one list of them. An experiment file's `kind = "..."`, a run's
+/// trial spec and the runner's defaults (metrics compared, programs recorded) all
+/// come from here, so a new kind is added here (and in its command) only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Command,
+    Http,
+    Scimark,
+    Disk,
+    Compress,
+    Mem,
+    Crypto,
+    Net,
+    Suite,
+}
+
+/// An unknown kind name; its message lists the known ones.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown workload kind {name:?}: expected one of {}",
+    Kind::quoted_names()
+)]
+pub struct UnknownKind {
+    pub name: String,
+}
+
+impl Kind {
+    /// Every kind, in the order the docs list them.
+    pub const ALL: &'static [Kind] = &[
+        Kind::Command,
+        Kind::Http,
+        Kind::Scimark,
+        Kind::Disk,
+        Kind::Compress,
+        Kind::Mem,
+        Kind::Crypto,
+        Kind::Net,
+        Kind::Suite,
+    ];
+
+    /// The name written in files: `command`, `http`, ...
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Command => "command",
+            Kind::Http => "http",
+            Kind::Scimark => "scimark",
+            Kind::Disk => "disk",
+            Kind::Compress => "compress",
+            Kind::Mem => "mem",
+            Kind::Crypto => "crypto",
+            Kind::Net => "net",
+            Kind::Suite => "suite",
+        }
+    }
+
+    /// `"command", "http", ...` for messages.
+    pub fn quoted_names() -> String {
+        Kind::ALL
+            .iter()
+            .map(|k| format!("\"{}\"", k.name()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Whether the experiment reader builds this kind's workload itself (`command`:
+    /// its argv, environment and metrics are templates rendered per trial) rather
+    /// than keeping a table of options that [`Kind::options`] reads.
+    pub fn is_command(self) -> bool {
+        self == Kind::Command
+    }
+
+    /// Reads and checks the options of a table kind; the error names the field.
+    /// `command` is built by the experiment reader itself.
+    pub fn options(self, options: serde_json::Value) -> Result<KindSpec, String> {
+        /// The options as `T`, checked by its `validate`.
+        fn read<T: serde::de::DeserializeOwned>(
+            v: serde_json::Value,
+            validate: impl Fn(&T) -> Result<(), String>,
+        ) -> Result<T, String> {
+            let t: T = serde_json::from_value(v).map_err(|e| e.to_string())?;
+            validate(&t)?;
+            Ok(t)
+        }
+        Ok(match self {
+            Kind::Command => {
+                return Err("kind \"command\" is read by the experiment file reader".into())
+            }
+            Kind::Http => {
+                // The load itself is checked here; its `agents`, by whoever runs it.
+                HttpWorkload::checked(crate::http::split_agents(&options)?.0)?;
+                KindSpec::Http(options)
+            }
+            Kind::Scimark => KindSpec::Scimark(read(options, ScimarkSpec::validate)?),
+            Kind::Disk => KindSpec::Disk(read(options, |s: &DiskSpec| {
+                s.validate().map_err(|e| e.to_string())
+            })?),
+            Kind::Compress => KindSpec::Compress(read(options, CompressSpec::validate)?),
+            Kind::Mem => KindSpec::Mem(read(options, MemSpec::validate)?),
+            Kind::Crypto => KindSpec::Crypto(read(options, CryptoSpec::validate)?),
+            Kind::Net => KindSpec::Net(read(options, NetSpec::validate)?),
+            Kind::Suite => KindSpec::Suite(read(options, SuiteSpec::validate)?),
+        })
+    }
+
+    /// The metrics this workload records by name (its own, beyond wall/CPU time):
+    /// what `repetitions = "auto"` watches unless the experiment names `primary`.
+    pub fn metric_names(self, command_metrics: &[String]) -> Vec<String> {
+        let own: &[&str] = match self {
+            Kind::Command => return command_metrics.to_vec(),
+            Kind::Http => crate::http::METRICS,
+            Kind::Compress => crate::compress::METRICS,
+            _ => return self.primary(command_metrics),
+        };
+        own.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// The metrics a run of this kind is compared on unless the experiment names
+    /// `primary`: wall and user time plus a command's own metrics; throughput and
+    /// latency for http and disk; the composite score for SciMark.
+    pub fn primary(self, command_metrics: &[String]) -> Vec<String> {
+        let fixed: &[&str] = match self {
+            Kind::Command => &["wall_s", "user_s"],
+            Kind::Http => crate::http::PRIMARY,
+            Kind::Scimark => crate::scimark::PRIMARY,
+            Kind::Disk => crate::disk::PRIMARY,
+            Kind::Compress => &["compress_mb_s", "decompress_mb_s"],
+            Kind::Mem => crate::mem::METRICS,
+            Kind::Crypto => &["ops_s"],
+            Kind::Net => &["mb_s", "transactions_s"],
+            Kind::Suite => &["score"],
+        };
+        let mut out: Vec<String> = fixed.iter().map(|s| s.to_string()).collect();
+        if self == Kind::Command {
+            out.extend(command_metrics.iter().cloned());
+        }
+        out
+    }
+
+    /// The programs a trial of this kind runs, recorded as host facts of the run
+    /// (`command` runs what its command line names, which the caller adds).
+    pub fn programs(self) -> &'static [&'static str] {
+        match self {
+            Kind::Command => &[],
+            // The suite's compilers, JVM and peer server are host facts of its run.
+            Kind::Suite => &["perflab", "cc", "gcc", "java", "nginx"],
+            _ => &["perflab"],
+        }
+    }
+
+    /// Whether its configs are unlike items (the suite's), compared machine with
+    /// machine rather than config with the first config.
+    pub fn compares_machines(self) -> bool {
+        self == Kind::Suite
+    }
+
+    /// The inventory hosts a workload of this kind with these options runs its load
+    /// from (`agents = [...]` of an http workload); empty for every other kind.
+    pub fn agents(self, options: &serde_json::Value) -> Vec<String> {
+        if self != Kind::Http {
+            return Vec::new();
+        }
+        options
+            .get("agents")
+            .and_then(|v| v.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(|s| s.trim().to_string()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+impl std::str::FromStr for Kind {
+    type Err = UnknownKind;
+    fn from_str(s: &str) -> Result<Kind, UnknownKind> {
+        Kind::ALL
+            .iter()
+            .copied()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| UnknownKind {
+                name: s.to_string(),
+            })
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// One trial's workload, rendered: no placeholders left.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "options", rename_all = "lowercase")]
 pub enum KindSpec {
     Command(CommandWorkload),
-    /// The `perflab_load::LoadSpec` fields as written (checked by [`KindSpec::options`]).
+    /// The `perflab_load::LoadSpec` fields as written (checked by [`Kind::options`]).
     Http(serde_json::Value),
     Scimark(ScimarkSpec),
     Disk(DiskSpec),
@@ -48,70 +236,18 @@ pub enum KindSpec {
 }
 
 impl KindSpec {
-    /// Reads and checks the options of a table kind (`http`, `scimark`, `disk`); the
-    /// error names the field. `command` is built by the experiment reader itself.
-    pub fn options(kind: &str, options: serde_json::Value) -> Result<KindSpec, String> {
-        let de = |e: serde_json::Error| e.to_string();
-        match kind {
-            "http" => {
-                // The load itself is checked here; its `agents`, by whoever runs it.
-                HttpWorkload::checked(crate::http::split_agents(&options)?.0)?;
-                Ok(KindSpec::Http(options))
-            }
-            "scimark" => {
-                let s: ScimarkSpec = serde_json::from_value(options).map_err(de)?;
-                s.validate()?;
-                Ok(KindSpec::Scimark(s))
-            }
-            "disk" => {
-                let s: DiskSpec = serde_json::from_value(options).map_err(de)?;
-                s.validate().map_err(|e| e.to_string())?;
-                Ok(KindSpec::Disk(s))
-            }
-            "compress" => {
-                let s: CompressSpec = serde_json::from_value(options).map_err(de)?;
-                s.validate()?;
-                Ok(KindSpec::Compress(s))
-            }
-            "mem" => {
-                let s: MemSpec = serde_json::from_value(options).map_err(de)?;
-                s.validate()?;
-                Ok(KindSpec::Mem(s))
-            }
-            "crypto" => {
-                let s: CryptoSpec = serde_json::from_value(options).map_err(de)?;
-                s.validate()?;
-                Ok(KindSpec::Crypto(s))
-            }
-            "net" => {
-                let s: NetSpec = serde_json::from_value(options).map_err(de)?;
-                s.validate()?;
-                Ok(KindSpec::Net(s))
-            }
-            "suite" => {
-                let s: SuiteSpec = serde_json::from_value(options).map_err(de)?;
-                s.validate()?;
-                Ok(KindSpec::Suite(s))
-            }
-            other => Err(format!(
-                "kind {other:?}: expected one of {}",
-                KINDS.join(", ")
-            )),
-        }
-    }
-
-    /// `command`, `http`, ...
-    pub fn kind(&self) -> &'static str {
+    /// Which kind it is.
+    pub fn kind(&self) -> Kind {
         match self {
-            KindSpec::Command(_) => "command",
-            KindSpec::Http(_) => "http",
-            KindSpec::Scimark(_) => "scimark",
-            KindSpec::Disk(_) => "disk",
-            KindSpec::Compress(_) => "compress",
-            KindSpec::Mem(_) => "mem",
-            KindSpec::Crypto(_) => "crypto",
-            KindSpec::Net(_) => "net",
-            KindSpec::Suite(_) => "suite",
+            KindSpec::Command(_) => Kind::Command,
+            KindSpec::Http(_) => Kind::Http,
+            KindSpec::Scimark(_) => Kind::Scimark,
+            KindSpec::Disk(_) => Kind::Disk,
+            KindSpec::Compress(_) => Kind::Compress,
+            KindSpec::Mem(_) => Kind::Mem,
+            KindSpec::Crypto(_) => Kind::Crypto,
+            KindSpec::Net(_) => Kind::Net,
+            KindSpec::Suite(_) => Kind::Suite,
         }
     }
 
@@ -130,43 +266,6 @@ impl KindSpec {
             KindSpec::Net(s) => Box::new(s.clone()),
             KindSpec::Suite(s) => Box::new(s.clone()),
         })
-    }
-
-    /// The metrics this workload records by name (its own, beyond wall/CPU time):
-    /// what `repetitions = "auto"` watches unless the experiment names `primary`.
-    pub fn metric_names(kind: &str, command_metrics: &[String]) -> Vec<String> {
-        match kind {
-            "command" => command_metrics.to_vec(),
-            "http" => crate::http::METRICS.iter().map(|s| s.to_string()).collect(),
-            "compress" => crate::compress::METRICS
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
-            other => Self::primary(other, command_metrics),
-        }
-    }
-
-    /// The metrics a run of this kind is compared on unless the experiment names
-    /// `primary`: wall and user time plus a command's own metrics; throughput and
-    /// latency for http and disk; the composite score for SciMark.
-    pub fn primary(kind: &str, command_metrics: &[String]) -> Vec<String> {
-        let fixed: &[&str] = match kind {
-            "command" => &["wall_s", "user_s"],
-            "http" => crate::http::PRIMARY,
-            "scimark" => crate::scimark::PRIMARY,
-            "disk" => crate::disk::PRIMARY,
-            "compress" => &["compress_mb_s", "decompress_mb_s"],
-            "mem" => crate::mem::METRICS,
-            "crypto" => &["ops_s"],
-            "net" => &["mb_s", "transactions_s"],
-            "suite" => &["score"],
-            _ => &[],
-        };
-        let mut out: Vec<String> = fixed.iter().map(|s| s.to_string()).collect();
-        if kind == "command" {
-            out.extend(command_metrics.iter().cloned());
-        }
-        out
     }
 }
 
@@ -263,11 +362,9 @@ mod tests {
 
     #[test]
     fn a_trial_and_its_measurement_round_trip_through_json() {
-        let http = KindSpec::options(
-            "http",
-            serde_json::json!({"url": "http://127.0.0.1:1/", "duration": "2s"}),
-        )
-        .unwrap();
+        let http = Kind::Http
+            .options(serde_json::json!({"url": "http://127.0.0.1:1/", "duration": "2s"}))
+            .unwrap();
         let mut params = perflab_store::Params::new();
         params.insert("level".into(), serde_json::json!(6));
         let t = TrialSpec {
@@ -324,12 +421,20 @@ mod tests {
 
     #[test]
     fn options_errors_name_the_field() {
-        let e = KindSpec::options("scimark", serde_json::json!({"lang": "cobol"})).unwrap_err();
+        let e = Kind::Scimark
+            .options(serde_json::json!({"lang": "cobol"}))
+            .unwrap_err();
         assert!(e.contains("lang"), "{e}");
-        let e = KindSpec::options("http", serde_json::json!({"url": "http://x/", "bogus": 1}))
+        let e = Kind::Http
+            .options(serde_json::json!({"url": "http://x/", "bogus": 1}))
             .unwrap_err();
         assert!(e.contains("bogus"), "{e}");
-        let e = KindSpec::options("fio", serde_json::json!({})).unwrap_err();
-        assert!(e.contains("command, http"), "{e}");
+        let e = "fio".parse::<Kind>().unwrap_err().to_string();
+        assert!(e.contains(r#""command", "http""#), "{e}");
+        for k in Kind::ALL {
+            assert_eq!(k.name().parse::<Kind>(), Ok(*k));
+            let json = serde_json::to_string(k).unwrap();
+            assert_eq!(json, format!("\"{k}\""));
+        }
     }
 }

@@ -430,7 +430,7 @@ mod tests {
                 if let What::Kind(k) = &i.what {
                     // Each spec passes its own kind's checks.
                     let v = serde_json::to_value(k).unwrap();
-                    KindSpec::options(k.kind(), v["options"].clone()).unwrap();
+                    k.kind().options(v["options"].clone()).unwrap();
                 }
             }
         }

@@ -4,7 +4,10 @@
 
 use std::process::ExitCode;
 
+use perflab_lab::experiment::Draft;
 use perflab_workloads::compress::{CompressSpec, ALGORITHMS, DATA};
+use perflab_workloads::disk::ByteSize;
+use perflab_workloads::spec::Kind;
 
 use crate::commands::oneliner;
 use crate::exit::InvalidInput;
@@ -54,7 +57,8 @@ pub struct CompressArgs {
     pub json: bool,
 }
 
-fn experiment_text(a: &CompressArgs) -> Result<String, InvalidInput> {
+/// The experiment `perflab compress` runs: one config per algorithm.
+pub fn experiment(a: &CompressArgs) -> Result<Draft, InvalidInput> {
     for alg in &a.algorithm {
         if !ALGORITHMS.contains(&alg.as_str()) {
             return Err(InvalidInput(format!(
@@ -77,37 +81,43 @@ fn experiment_text(a: &CompressArgs) -> Result<String, InvalidInput> {
     }
     let threads = oneliner::threads(&a.threads)?;
     oneliner::runs(a.runs)?;
-    let q = oneliner::q;
-    let list: Vec<String> = a.algorithm.iter().map(|s| q(s)).collect();
-    let level = a
-        .level
-        .map(|l| format!("level = {l}\n"))
-        .unwrap_or_default();
-    let text = format!(
-        "[experiment]\nname = {}\nrepetitions = {}\nwarmup = 1\norder = \"interleaved\"\nnoise_check = false\n\n\
-         [matrix]\nalgorithm = [{}]\n\n[workload]\nkind = \"compress\"\nalgorithm = \"{{algorithm}}\"\n\
-         data = {}\nsize = {}\nthreads = {threads}\n{level}",
-        q(&format!("compress {}", a.algorithm.join(","))),
-        a.runs,
-        list.join(", "),
-        q(&a.data),
-        q(&a.size),
-    );
     // The options are checked here, so a bad size or level is a usage error naming
     // the flag before anything runs.
-    let sample = serde_json::json!({
-        "algorithm": a.algorithm[0], "level": a.level, "data": a.data,
-        "size": a.size, "threads": threads,
-    });
-    let spec: CompressSpec = serde_json::from_value(sample)
+    let size: ByteSize = a
+        .size
+        .parse()
         .map_err(|e| InvalidInput(format!("--size {:?}: {e}", a.size)))?;
+    let spec = CompressSpec {
+        algorithm: a.algorithm[0].clone(),
+        level: a.level,
+        data: a.data.clone(),
+        size,
+        threads,
+    };
     spec.validate()
         .map_err(|e| InvalidInput(crate::exit::as_flags(&e, &[])))?;
-    Ok(text)
+    let name = format!("compress {}", a.algorithm.join(","));
+    let draft = Draft::new(&name, Kind::Compress, &spec)
+        .and_then(|d| d.vary("algorithm", a.algorithm.clone()))
+        .map_err(oneliner::usage)?;
+    Ok(oneliner::fixed(draft, a.runs, 1))
 }
 
 pub fn run(g: &Global, a: &CompressArgs) -> anyhow::Result<ExitCode> {
-    let text = experiment_text(a)?;
+    let draft = experiment(a)?;
     let title = format!("compress · {} data, {}", a.data, a.size);
-    oneliner::run(g, "compress", &text, a.json, &title)
+    oneliner::run(g, &draft, a.json, &title)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::commands::oneliner::round_trip;
+
+    #[test]
+    fn the_experiment_reads_back_as_built() {
+        let a = round_trip::args(&["--algorithm", "zstd", "--level", "5", "--size", "1M"]);
+        round_trip::check(&super::experiment(&a).unwrap());
+        let e = round_trip::check(&super::experiment(&round_trip::args(&[])).unwrap());
+        assert!(e.config_count() > 1);
+    }
 }

@@ -4,8 +4,10 @@
 
 use std::process::ExitCode;
 
-use perflab_workloads::crypto::ALGORITHMS;
+use perflab_lab::experiment::Draft;
+use perflab_workloads::crypto::{CryptoSpec, ALGORITHMS};
 use perflab_workloads::disk::ByteSize;
+use perflab_workloads::spec::Kind;
 
 use crate::commands::oneliner;
 use crate::exit::InvalidInput;
@@ -35,8 +37,8 @@ pub struct CryptoArgs {
     #[arg(long, short = 't', default_value = "1")]
     pub threads: String,
 
-    /// Seconds of operations per trial.
-    #[arg(long, default_value_t = 0.5)]
+    /// Time of operations per trial (`500ms`, `1s`; a plain number is seconds).
+    #[arg(long, default_value = "500ms", value_parser = oneliner::seconds)]
     pub min_time: f64,
 
     /// Repetitions per algorithm (interleaved).
@@ -48,7 +50,8 @@ pub struct CryptoArgs {
     pub json: bool,
 }
 
-fn experiment_text(a: &CryptoArgs) -> Result<String, InvalidInput> {
+/// The experiment `perflab crypto` runs: one config per algorithm.
+pub fn experiment(a: &CryptoArgs) -> Result<Draft, InvalidInput> {
     let algs: Vec<String> = if a.algorithm.is_empty() {
         ALGORITHMS.iter().map(|s| s.to_string()).collect()
     } else {
@@ -75,21 +78,40 @@ fn experiment_text(a: &CryptoArgs) -> Result<String, InvalidInput> {
     let threads = oneliner::threads(&a.threads)?;
     oneliner::min_time(a.min_time)?;
     oneliner::runs(a.runs)?;
-    let q = oneliner::q;
-    let list: Vec<String> = algs.iter().map(|s| q(s)).collect();
-    Ok(format!(
-        "[experiment]\nname = \"crypto\"\nrepetitions = {}\nwarmup = 0\norder = \"interleaved\"\nnoise_check = false\n\n\
-         [matrix]\nalgorithm = [{}]\n\n[workload]\nkind = \"crypto\"\nalgorithm = \"{{algorithm}}\"\n\
-         block = {}\nthreads = {threads}\nmin_time = {:?}\n",
-        a.runs,
-        list.join(", "),
-        block.bytes(),
-        a.min_time
-    ))
+    let spec = CryptoSpec {
+        algorithm: algs[0].clone(),
+        block,
+        threads,
+        min_time: a.min_time,
+    };
+    let draft = Draft::new("crypto", Kind::Crypto, &spec)
+        .and_then(|d| d.vary("algorithm", algs))
+        .map_err(oneliner::usage)?;
+    Ok(oneliner::fixed(draft, a.runs, 0))
 }
 
 pub fn run(g: &Global, a: &CryptoArgs) -> anyhow::Result<ExitCode> {
-    let text = experiment_text(a)?;
+    let draft = experiment(a)?;
     let title = format!("crypto · {} thread(s)", a.threads);
-    oneliner::run(g, "crypto", &text, a.json, &title)
+    oneliner::run(g, &draft, a.json, &title)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::commands::oneliner::round_trip;
+
+    #[test]
+    fn the_experiment_reads_back_as_built() {
+        let a = round_trip::args(&[
+            "--algorithm",
+            "sha256",
+            "--block",
+            "1K",
+            "--min-time",
+            "0.2",
+        ]);
+        let e = round_trip::check(&super::experiment(&a).unwrap());
+        assert_eq!(e.config_count(), 1);
+        round_trip::check(&super::experiment(&round_trip::args(&[])).unwrap());
+    }
 }

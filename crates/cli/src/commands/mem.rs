@@ -4,8 +4,10 @@
 
 use std::process::ExitCode;
 
+use perflab_lab::experiment::Draft;
 use perflab_workloads::disk::ByteSize;
-use perflab_workloads::mem::OPS;
+use perflab_workloads::mem::{MemSpec, OPS};
+use perflab_workloads::spec::Kind;
 
 use crate::commands::oneliner;
 use crate::exit::InvalidInput;
@@ -39,8 +41,8 @@ pub struct MemArgs {
     #[arg(long, short = 't', default_value = "1")]
     pub threads: String,
 
-    /// Seconds of passes per trial.
-    #[arg(long, default_value_t = 0.3)]
+    /// Time of passes per trial (`300ms`, `1s`; a plain number is seconds).
+    #[arg(long, default_value = "300ms", value_parser = oneliner::seconds)]
     pub min_time: f64,
 
     /// Repetitions per block size and operation (interleaved).
@@ -52,7 +54,8 @@ pub struct MemArgs {
     pub json: bool,
 }
 
-fn experiment_text(a: &MemArgs) -> Result<String, InvalidInput> {
+/// The experiment `perflab mem` runs: `op` × `block`, the other flags as options.
+pub fn experiment(a: &MemArgs) -> Result<Draft, InvalidInput> {
     let mut blocks = Vec::new();
     for b in &a.block_size {
         let size: ByteSize = b
@@ -63,7 +66,7 @@ fn experiment_text(a: &MemArgs) -> Result<String, InvalidInput> {
                 "--block-size {b:?}: expected at least 64 bytes"
             )));
         }
-        blocks.push(size.to_string());
+        blocks.push(size);
     }
     for op in &a.op {
         if !OPS.contains(&op.as_str()) {
@@ -76,21 +79,43 @@ fn experiment_text(a: &MemArgs) -> Result<String, InvalidInput> {
     let threads = oneliner::threads(&a.threads)?;
     oneliner::min_time(a.min_time)?;
     oneliner::runs(a.runs)?;
-    let q = oneliner::q;
-    let list = |v: &[String]| v.iter().map(|s| q(s)).collect::<Vec<_>>().join(", ");
-    Ok(format!(
-        "[experiment]\nname = \"mem\"\nrepetitions = {}\nwarmup = 0\norder = \"interleaved\"\nnoise_check = false\n\n\
-         [matrix]\nop = [{}]\nblock = [{}]\n\n[workload]\nkind = \"mem\"\nop = \"{{op}}\"\n\
-         block = \"{{block}}\"\nthreads = {threads}\nmin_time = {:?}\n",
-        a.runs,
-        list(&a.op),
-        list(&blocks),
-        a.min_time
-    ))
+    let spec = MemSpec {
+        op: a.op[0].clone(),
+        block: blocks[0],
+        threads,
+        min_time: a.min_time,
+    };
+    let draft = Draft::new("mem", Kind::Mem, &spec)
+        .and_then(|d| d.vary("op", a.op.clone()))
+        .and_then(|d| d.vary("block", blocks.iter().map(|b| b.to_string()).collect()))
+        .map_err(oneliner::usage)?;
+    Ok(oneliner::fixed(draft, a.runs, 0))
 }
 
 pub fn run(g: &Global, a: &MemArgs) -> anyhow::Result<ExitCode> {
-    let text = experiment_text(a)?;
+    let draft = experiment(a)?;
     let title = format!("mem · {} thread(s)", a.threads);
-    oneliner::run(g, "mem", &text, a.json, &title)
+    oneliner::run(g, &draft, a.json, &title)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::commands::oneliner::round_trip;
+
+    #[test]
+    fn the_experiment_reads_back_as_built() {
+        let a = round_trip::args(&[
+            "-b",
+            "4K,1M",
+            "--op",
+            "copy,read",
+            "-t",
+            "2",
+            "--min-time",
+            "50ms",
+        ]);
+        let e = round_trip::check(&super::experiment(&a).unwrap());
+        assert_eq!(e.config_count(), 4);
+        round_trip::check(&super::experiment(&round_trip::args(&[])).unwrap());
+    }
 }

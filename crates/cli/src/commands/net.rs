@@ -5,7 +5,9 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
+use perflab_lab::experiment::Draft;
 use perflab_workloads::net::{NetSpec, Sink};
+use perflab_workloads::spec::Kind;
 
 use crate::commands::oneliner;
 use crate::exit::InvalidInput;
@@ -47,8 +49,8 @@ pub struct NetArgs {
     #[arg(long = "parallel", short = 'P', default_value_t = 1)]
     pub streams: usize,
 
-    /// Seconds of traffic per trial.
-    #[arg(long, short = 'd', default_value_t = 3.0)]
+    /// Traffic per trial (`3s`, `500ms`, `1m`; a plain number is seconds).
+    #[arg(long, short = 'd', default_value = "3s", value_parser = oneliner::seconds)]
     pub duration: f64,
 
     /// rr: bytes per request and response.
@@ -64,14 +66,8 @@ pub struct NetArgs {
     pub json: bool,
 }
 
-pub fn run(g: &Global, a: &NetArgs) -> anyhow::Result<ExitCode> {
-    if a.serve {
-        let sink = Sink::start(&format!("{}:{}", a.bind, a.port))
-            .with_context(|| format!("cannot listen on {}:{}", a.bind, a.port))?;
-        println!("listening on {}", sink.addr);
-        sink.wait();
-        return Ok(ExitCode::SUCCESS);
-    }
+/// The experiment `perflab net` runs: one config, the flags as its options.
+pub fn experiment(a: &NetArgs) -> Result<Draft, InvalidInput> {
     let spec = NetSpec {
         mode: a.mode.clone(),
         peer: a.peer.clone(),
@@ -86,6 +82,23 @@ pub fn run(g: &Global, a: &NetArgs) -> anyhow::Result<ExitCode> {
         ))
     })?;
     oneliner::runs(a.runs)?;
+    let draft = Draft::new("net", Kind::Net, &spec).map_err(oneliner::usage)?;
+    // Interleaving has one config to interleave: the order is left as the file's.
+    Ok(Draft {
+        order: None,
+        ..oneliner::fixed(draft, a.runs, 0)
+    })
+}
+
+pub fn run(g: &Global, a: &NetArgs) -> anyhow::Result<ExitCode> {
+    if a.serve {
+        let sink = Sink::start(&format!("{}:{}", a.bind, a.port))
+            .with_context(|| format!("cannot listen on {}:{}", a.bind, a.port))?;
+        println!("listening on {}", sink.addr);
+        sink.wait();
+        return Ok(ExitCode::SUCCESS);
+    }
+    let draft = experiment(a)?;
     // An unreachable peer is a run that cannot start (exit 1), said once, up front.
     if let Some(p) = &a.peer {
         use std::net::ToSocketAddrs;
@@ -99,25 +112,24 @@ pub fn run(g: &Global, a: &NetArgs) -> anyhow::Result<ExitCode> {
                 format!("cannot reach {p}: is `perflab net --serve` running there?")
             })?;
     }
-    let q = oneliner::q;
-    let peer = a
-        .peer
-        .as_deref()
-        .map(|p| format!("peer = {}\n", q(p)))
-        .unwrap_or_default();
-    let text = format!(
-        "[experiment]\nname = \"net\"\nrepetitions = {}\nwarmup = 0\nnoise_check = false\n\n\
-         [workload]\nkind = \"net\"\nmode = {}\n{peer}streams = {}\nduration = {:?}\nsize = {}\n",
-        a.runs,
-        q(&a.mode),
-        a.streams,
-        a.duration,
-        a.size
-    );
     let title = format!(
         "net {} · {}",
         a.mode,
         a.peer.as_deref().unwrap_or("127.0.0.1 (sink here)")
     );
-    oneliner::run(g, "net", &text, a.json, &title)
+    oneliner::run(g, &draft, a.json, &title)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::commands::oneliner::round_trip;
+
+    #[test]
+    fn the_experiment_reads_back_as_built() {
+        let a = round_trip::args(&["--mode", "rr", "--size", "64", "-d", "1s", "-r", "2"]);
+        let e = round_trip::check(&super::experiment(&a).unwrap());
+        assert_eq!(e.config_count(), 1);
+        let a = round_trip::args(&["-P", "4", "10.0.0.2:5301", "-d", "2.5"]);
+        round_trip::check(&super::experiment(&a).unwrap());
+    }
 }

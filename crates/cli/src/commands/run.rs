@@ -185,9 +185,8 @@ pub fn run(g: &Global, a: &RunArgs) -> anyhow::Result<ExitCode> {
     let (exp, store) = match (a.resume, &a.file) {
         (Some(id), _) => {
             let store = Store::open(&g.store).with_context(store_err)?;
-            // The one-line commands store their experiment as a run of their kind.
-            let kinds = ["experiment", "mem", "compress", "crypto", "net", "suite"];
-            let exp = perflab_lab::resume::stored_experiment(&store, id, &kinds)
+            // Any run that stored its experiment (`perflab run`, bench, mem, ...).
+            let exp = perflab_lab::resume::stored_experiment(&store, id, None)
                 .map_err(crate::exit::resume_error)?;
             (exp, store)
         }
@@ -290,7 +289,7 @@ fn print_comparisons(
     exp: &Experiment,
     confidence: f64,
 ) -> anyhow::Result<()> {
-    if exp.workload.kind() == "suite" {
+    if exp.workload.kind().compares_machines() {
         // Its configs are unlike items: machines are compared, not items.
         println!("\nCompare this machine with another: perflab suite compare {run} OTHER_RUN");
         return Ok(());

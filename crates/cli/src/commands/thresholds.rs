@@ -5,8 +5,9 @@
 //! it (`thresholds.json`, `thresholds_failed`).
 
 use perflab_analysis::summary::RunSummary;
-use perflab_lab::experiment::{Experiment, WorkloadSpec};
+use perflab_lab::experiment::Experiment;
 use perflab_load::{Threshold, Verdict};
+use perflab_workloads::spec::Kind;
 use serde::Serialize;
 
 /// One threshold on one config.
@@ -21,7 +22,7 @@ pub struct ConfigVerdict {
 
 /// The experiment's thresholds (none unless it is an http experiment with some).
 pub fn of(exp: &Experiment) -> anyhow::Result<Vec<Threshold>> {
-    let WorkloadSpec::Http(table) = &exp.workload else {
+    let Some(table) = exp.workload.options_of(Kind::Http) else {
         return Ok(Vec::new());
     };
     let json = serde_json::to_value(table)?;

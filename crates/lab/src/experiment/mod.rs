@@ -12,17 +12,19 @@ use std::time::Duration;
 use perflab_workloads::command::Leftovers;
 use perflab_workloads::cpuset::CpuSet;
 use perflab_workloads::metrics::{MetricSpec, Source};
-use perflab_workloads::spec::KindSpec;
+use perflab_workloads::spec::Kind;
 use toml::Spanned;
 
 use crate::error::{FileError, Locator};
 use crate::raw::*;
 use crate::template::{Template, BUILTINS};
 
+mod draft;
 mod hosts;
 mod process;
 mod sections;
 
+pub use draft::{Draft, DraftError};
 pub use hosts::HostRef;
 pub use process::signal_number;
 use process::{command_spec, service};
@@ -147,63 +149,53 @@ pub struct CommandSpec {
     pub metrics: Vec<MetricSpec>,
 }
 
-/// What each trial runs.
+/// What each trial runs: a command, whose templates the experiment reader checks and
+/// the runner renders itself, or the option table of any other kind, kept as written
+/// and rendered per trial into that kind's options (`crate::workload`). The kinds
+/// themselves are `perflab_workloads::spec::Kind`: this holds one, never a list.
 #[derive(Debug, Clone)]
 pub enum WorkloadSpec {
     Command(CommandSpec),
-    /// `kind = "http"`: a `perflab_load::LoadSpec` table, rendered per trial.
-    Http(toml::Table),
-    /// `kind = "scimark"`: a `perflab_workloads::scimark::ScimarkSpec` table.
-    Scimark(toml::Table),
-    /// `kind = "disk"`: a `perflab_workloads::disk::DiskSpec` table.
-    Disk(toml::Table),
-    /// `kind = "compress"`: a `perflab_workloads::compress::CompressSpec` table.
-    Compress(toml::Table),
-    /// `kind = "mem"`: a `perflab_workloads::mem::MemSpec` table.
-    Mem(toml::Table),
-    /// `kind = "crypto"`: a `perflab_workloads::crypto::CryptoSpec` table.
-    Crypto(toml::Table),
-    /// `kind = "net"`: a `perflab_workloads::net::NetSpec` table.
-    Net(toml::Table),
-    /// `kind = "suite"`: a `perflab_workloads::suite::SuiteSpec` table.
-    Suite(toml::Table),
+    /// A table kind (`http`, `scimark`, ...): its options, placeholders and all.
+    Options {
+        kind: Kind,
+        table: toml::Table,
+    },
 }
 
-/// Workload kinds, as written in files.
-pub use perflab_workloads::spec::KINDS;
-
 impl WorkloadSpec {
-    /// `command`, `http`, `scimark` or `disk`.
-    pub fn kind(&self) -> &'static str {
+    /// Which kind it is.
+    pub fn kind(&self) -> Kind {
         match self {
-            WorkloadSpec::Command(_) => "command",
-            WorkloadSpec::Http(_) => "http",
-            WorkloadSpec::Scimark(_) => "scimark",
-            WorkloadSpec::Disk(_) => "disk",
-            WorkloadSpec::Compress(_) => "compress",
-            WorkloadSpec::Mem(_) => "mem",
-            WorkloadSpec::Crypto(_) => "crypto",
-            WorkloadSpec::Net(_) => "net",
-            WorkloadSpec::Suite(_) => "suite",
+            WorkloadSpec::Command(_) => Kind::Command,
+            WorkloadSpec::Options { kind, .. } => *kind,
+        }
+    }
+
+    /// The option table, when this is a workload of kind `kind`.
+    pub fn options_of(&self, kind: Kind) -> Option<&toml::Table> {
+        match self {
+            WorkloadSpec::Options { kind: k, table } if *k == kind => Some(table),
+            _ => None,
         }
     }
 
     fn command_metrics(&self) -> Vec<String> {
         match self {
             WorkloadSpec::Command(c) => c.metrics.iter().map(|m| m.name.clone()).collect(),
-            _ => Vec::new(),
+            WorkloadSpec::Options { .. } => Vec::new(),
         }
     }
 
     /// Named metrics this workload records (for `primary` and auto repetitions).
     pub fn metric_names(&self) -> Vec<String> {
-        KindSpec::metric_names(self.kind(), &self.command_metrics())
+        self.kind().metric_names(&self.command_metrics())
     }
 
     /// The metrics runs of this workload are compared on when the file names no
     /// `primary` (the kind's own choice, `perflab_workloads::spec`).
     pub fn default_primary(&self) -> Vec<String> {
-        KindSpec::primary(self.kind(), &self.command_metrics())
+        self.kind().primary(&self.command_metrics())
     }
 }
 
@@ -330,36 +322,27 @@ impl Experiment {
             .ok_or_else(|| loc.nowhere("missing [workload] table (what each trial runs)"))?
             .kind
             .ok_or_else(|| loc.nowhere("missing workload.kind: expected kind = \"command\""))?;
-        match kind.get_ref().as_str() {
-            "command" => {
-                let raw: RawFile<RawCommandWorkload> =
-                    toml::from_str(text).map_err(|e| toml_error(&loc, &e))?;
-                build(&loc, raw, |c, w| {
-                    let host = hosts::host_of(&c.loc, &w.host, "workload")?;
-                    Ok((WorkloadSpec::Command(command_spec(c, w)?), host))
-                })
-            }
-            // Every other kind is a table of options its workload reads.
-            k if KINDS.contains(&k) => {
-                let raw: RawFile<Spanned<toml::Table>> =
-                    toml::from_str(text).map_err(|e| toml_error(&loc, &e))?;
-                build(&loc, raw, |c, mut w| {
-                    let host = hosts::take_table_host(&c.loc, &mut w)?;
-                    Ok((crate::workload::table_spec(c, k, w)?, host))
-                })
-            }
-            other => Err(loc.at(
-                kind.span().start,
-                format!(
-                    "unknown workload kind {other:?}: expected one of {}",
-                    KINDS
-                        .iter()
-                        .map(|k| format!("\"{k}\""))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            )),
+        let kind: Kind =
+            kind.get_ref()
+                .parse()
+                .map_err(|e: perflab_workloads::spec::UnknownKind| {
+                    loc.at(kind.span().start, e.to_string())
+                })?;
+        if kind.is_command() {
+            let raw: RawFile<RawCommandWorkload> =
+                toml::from_str(text).map_err(|e| toml_error(&loc, &e))?;
+            return build(&loc, raw, |c, w| {
+                let host = hosts::host_of(&c.loc, &w.host, "workload")?;
+                Ok((WorkloadSpec::Command(command_spec(c, w)?), host))
+            });
         }
+        // Every other kind is a table of options its workload reads.
+        let raw: RawFile<Spanned<toml::Table>> =
+            toml::from_str(text).map_err(|e| toml_error(&loc, &e))?;
+        build(&loc, raw, |c, mut w| {
+            let host = hosts::take_table_host(&c.loc, &mut w)?;
+            Ok((crate::workload::table_spec(c, kind, w)?, host))
+        })
     }
 
     /// Reads a file in its quick form: its `[quick]` tables merged over it (tables
@@ -424,6 +407,12 @@ impl Experiment {
         })
     }
 
+    /// The experiment file it was read from — for one built as a [`Draft`], the draft
+    /// serialised: what a run stores and `--resume` and `export` read back.
+    pub fn to_toml(&self) -> &str {
+        &self.text
+    }
+
     /// Number of configurations (points of the matrix).
     pub fn config_count(&self) -> usize {
         self.matrix.iter().map(|p| p.values.len()).product()
@@ -448,18 +437,55 @@ fn merge(base: &mut toml::Value, over: toml::Value) {
 }
 
 fn toml_error(loc: &Locator, e: &toml::de::Error) -> FileError {
-    // serde names Rust types; say what a TOML writer would.
-    let msg = e
-        .message()
-        .trim()
-        .replace("expected i64", "expected an integer")
-        .replace("expected u64", "expected a non-negative integer")
-        .replace("expected a borrowed string", "expected a string")
-        .replace("expected f64", "expected a number");
+    let msg = plain_types(e.message().trim());
     match e.span() {
-        Some(span) => loc.at(span.start, msg),
+        Some(span) => {
+            // A value of the wrong type: name its key, as the writer sees it.
+            let msg = match key_before(loc.text, span.start) {
+                Some(key) if msg.starts_with("invalid type") => format!("`{key}`: {msg}"),
+                _ => msg,
+            };
+            loc.at(span.start, msg)
+        }
         None => loc.nowhere(msg),
     }
+}
+
+/// serde names Rust types; say what a TOML writer would.
+pub(crate) fn plain_types(msg: &str) -> String {
+    const PLAIN: [(&str, &str); 12] = [
+        ("expected i64", "expected an integer"),
+        ("expected i32", "expected an integer"),
+        ("expected u64", "expected a non-negative integer"),
+        ("expected u32", "expected a non-negative integer"),
+        ("expected u16", "expected a non-negative integer"),
+        ("expected usize", "expected a non-negative integer"),
+        ("expected f64", "expected a number"),
+        ("expected f32", "expected a number"),
+        ("expected a borrowed string", "expected a string"),
+        ("expected a boolean", "expected true or false"),
+        ("expected struct", "expected a table of"),
+        ("expected a sequence", "expected a list"),
+    ];
+    let mut out = msg.to_string();
+    for (rust, plain) in PLAIN {
+        out = out.replace(rust, plain);
+    }
+    out
+}
+
+/// The key of the `key = value` line whose value starts at `at`, when the value is
+/// written on the key's line.
+fn key_before(text: &str, at: usize) -> Option<&str> {
+    let before = text.get(..at)?;
+    let line = &before[before.rfind('\n').map_or(0, |i| i + 1)..];
+    let (key, _) = line.rsplit_once('=')?;
+    let key = key.trim().trim_matches('"');
+    let bare = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
+    bare.then_some(key)
 }
 
 /// Shared checking context: the file and the names placeholders may use.

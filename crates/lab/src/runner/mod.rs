@@ -294,21 +294,11 @@ fn programs_named(exp: &Experiment) -> Vec<String> {
     if let Some(s) = &exp.service {
         add(s.command.source());
     }
-    match &exp.workload {
-        WorkloadSpec::Command(c) => add(c.command.source()),
-        WorkloadSpec::Http(_)
-        | WorkloadSpec::Scimark(_)
-        | WorkloadSpec::Disk(_)
-        | WorkloadSpec::Compress(_)
-        | WorkloadSpec::Mem(_)
-        | WorkloadSpec::Crypto(_)
-        | WorkloadSpec::Net(_) => add("perflab"),
-        // The suite's compilers, JVM and peer server are host facts of its run.
-        WorkloadSpec::Suite(_) => {
-            for p in ["perflab", "cc", "gcc", "java", "nginx"] {
-                add(p);
-            }
-        }
+    if let WorkloadSpec::Command(c) = &exp.workload {
+        add(c.command.source());
+    }
+    for p in exp.workload.kind().programs() {
+        add(p);
     }
     for t in [&exp.prepare, &exp.cleanup, &exp.setup, &exp.teardown]
         .into_iter()

@@ -154,14 +154,7 @@ impl Runner<'_> {
                 leftovers: c.leftovers,
                 exclude_pids: self.service.iter().filter_map(|s| s.local_pid()).collect(),
             }),
-            w @ (WorkloadSpec::Http(table)
-            | WorkloadSpec::Scimark(table)
-            | WorkloadSpec::Disk(table)
-            | WorkloadSpec::Compress(table)
-            | WorkloadSpec::Mem(table)
-            | WorkloadSpec::Crypto(table)
-            | WorkloadSpec::Net(table)
-            | WorkloadSpec::Suite(table)) => crate::workload::rendered(w.kind(), table, vars)?,
+            WorkloadSpec::Options { kind, table } => crate::workload::rendered(*kind, table, vars)?,
         };
         let profiled = |reps: &[u32]| reps.is_empty() || reps.contains(&t.repetition);
         Ok(TrialSpec {

@@ -1,7 +1,8 @@
-//! The experiment file a bench is: written as text and read back by the lab's parser
-//! (`Experiment::parse`, the only place a bench becomes an `Experiment`), so a bench is
-//! checked by the same rules as a file, stored with its text, and `perflab run --resume`
-//! continues an interrupted one. See docs/architecture.md for the one runner.
+//! The experiment a bench is: its flags as a typed value (`perflab_lab::experiment::Draft`,
+//! a `command` workload), serialised into the experiment file and read back by the
+//! lab's parser, so a bench is checked by the same rules as a file, stored with its
+//! text, and `perflab run --resume` continues an interrupted one. See
+//! docs/architecture.md for the one runner.
 //!
 //! Also here: the rule that a command run without a shell must not need one. `a | b`
 //! split into words would run `a` with the arguments `|` and `b` — never what was
@@ -9,7 +10,9 @@
 
 use std::path::Path;
 
+use perflab_lab::experiment::{Draft, DraftError, Order, Repetitions};
 use perflab_lab::Experiment;
+use perflab_workloads::spec::Kind;
 
 use super::plan::{Runs, Shell, Spec};
 use crate::exit::InvalidInput;
@@ -60,25 +63,6 @@ pub fn check_without_shell(command: &str) -> Result<(), InvalidInput> {
     Ok(())
 }
 
-/// A TOML basic string.
-pub fn toml_str(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for ch in s.chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 /// `text` as a lab template that renders back to itself, except `{NAME}` for the
 /// given names, which stay placeholders: every other brace is doubled.
 pub fn escape_braces(text: &str, names: &[String]) -> String {
@@ -125,41 +109,93 @@ pub fn templated(spec: &Spec, user_commands: usize, reference: bool) -> bool {
         && matches!(spec.shell, Shell::None | Shell::Sh)
 }
 
-/// The experiment file text. `template`: the single user command (with its `{NAME}`
+/// The experiment value. `template`: the single user command (with its `{NAME}`
 /// placeholders) when `templated`, else `None`.
-pub fn experiment_text(
+pub fn draft(
     spec: &Spec,
     name: &str,
     description: &str,
     template: Option<&str>,
-) -> Result<String, InvalidInput> {
+) -> Result<Draft, InvalidInput> {
     let names: Vec<String> = match template {
         Some(_) => spec.params.iter().map(|p| p.name.clone()).collect(),
         None => Vec::new(),
     };
-    let mut t = String::from(
-        "# Written by `perflab bench` (docs/json.md); the lab reads it like any file.\n",
-    );
-    t.push_str("[experiment]\n");
-    t.push_str(&format!("name = {}\n", toml_str(name)));
-    t.push_str(&format!("description = {}\n", toml_str(description)));
-    match spec.runs {
-        Runs::Fixed(n) => t.push_str(&format!("repetitions = {n}\n")),
-        Runs::Auto { min, max } => t.push_str(&format!(
-            "repetitions = \"auto\"\nmin_repetitions = {min}\nmax_repetitions = {max}\n"
-        )),
+    let mut options = toml::Table::new();
+    options.insert("command".into(), "{command}".into());
+    options.insert("shell".into(), (spec.shell == Shell::Sh).into());
+    options.insert("allow_failure".into(), spec.ignore_failure.into());
+    let mut d = Draft::with_options(name, Kind::Command, options);
+    d.description = Some(description.to_string());
+    d.repetitions = Some(match spec.runs {
+        Runs::Fixed(n) => Repetitions::Fixed(n),
+        Runs::Auto { min, max } => Repetitions::Auto {
+            min,
+            max,
+            target: AUTO_TARGET,
+        },
+    });
+    d.warmup = Some(spec.warmup);
+    d.order = Some(Order::Interleaved);
+    d.cpus = spec.cpus.clone();
+    hooks(&mut d, spec, template.is_some(), &names)?;
+    let command = match template {
+        Some(cmd) => {
+            for p in &spec.params {
+                let values = p
+                    .values
+                    .iter()
+                    .map(|v| matrix_value(v, p.numeric))
+                    .collect();
+                d = d.param(&p.name, values);
+            }
+            escape_braces(cmd, &names)
+        }
+        None => {
+            let values = spec
+                .benches
+                .iter()
+                .map(|b| runnable(&b.command, &spec.shell).into())
+                .collect();
+            d = d.param("command", values);
+            "{command}".to_string()
+        }
+    };
+    Ok(d.option("command", command))
+}
+
+/// The precision `--min-runs`/`--max-runs` add runs until (the lab's default).
+const AUTO_TARGET: f64 = 0.02;
+
+/// A parameter's value in the matrix: a number for `-P` scans, as a file would write
+/// it, else the text.
+fn matrix_value(v: &str, numeric: bool) -> toml::Value {
+    if numeric {
+        if let Ok(i) = v.parse::<i64>() {
+            return i.into();
+        }
+        if let Ok(f) = v.parse::<f64>() {
+            return f.into();
+        }
     }
-    t.push_str(&format!(
-        "warmup = {}\norder = \"interleaved\"\n",
-        spec.warmup
-    ));
-    for (key, flag, hook) in [
-        ("prepare", "--prepare", &spec.prepare),
-        ("setup", "--setup", &spec.setup),
-        ("teardown", "--cleanup", &spec.cleanup),
+    v.into()
+}
+
+/// `--prepare`, `--setup` and `--cleanup` as the experiment's hooks; a parameter in a
+/// hook needs the templated form.
+fn hooks(
+    d: &mut Draft,
+    spec: &Spec,
+    templated: bool,
+    names: &[String],
+) -> Result<(), InvalidInput> {
+    for (slot, flag, hook) in [
+        (&mut d.prepare, "--prepare", &spec.prepare),
+        (&mut d.setup, "--setup", &spec.setup),
+        (&mut d.teardown, "--cleanup", &spec.cleanup),
     ] {
         let Some(h) = hook else { continue };
-        if template.is_none() {
+        if !templated {
             if let Some(p) = spec
                 .params
                 .iter()
@@ -171,42 +207,9 @@ pub fn experiment_text(
                 )));
             }
         }
-        t.push_str(&format!(
-            "{key} = {}\n",
-            toml_str(&escape_braces(h, &names))
-        ));
+        *slot = Some(escape_braces(h, names));
     }
-    t.push_str("\n[matrix]\n");
-    let command = match template {
-        Some(cmd) => {
-            for p in &spec.params {
-                let values: Vec<String> = p
-                    .values
-                    .iter()
-                    .map(|v| if p.numeric { v.clone() } else { toml_str(v) })
-                    .collect();
-                t.push_str(&format!("{} = [{}]\n", p.name, values.join(", ")));
-            }
-            escape_braces(cmd, &names)
-        }
-        None => {
-            let values: Vec<String> = spec
-                .benches
-                .iter()
-                .map(|b| toml_str(&runnable(&b.command, &spec.shell)))
-                .collect();
-            t.push_str(&format!("command = [{}]\n", values.join(", ")));
-            "{command}".to_string()
-        }
-    };
-    t.push_str("\n[workload]\nkind = \"command\"\n");
-    t.push_str(&format!("command = {}\n", toml_str(&command)));
-    t.push_str(&format!(
-        "shell = {}\nallow_failure = {}\n",
-        spec.shell == Shell::Sh,
-        spec.ignore_failure
-    ));
-    Ok(t)
+    Ok(())
 }
 
 /// The command line the workload splits into words: as written, or wrapped in a
@@ -235,8 +238,11 @@ pub fn experiment(
             check_without_shell(&b.command)?;
         }
     }
-    let text = experiment_text(spec, name, description, template)?;
-    Ok(Experiment::parse(Path::new(FILE_NAME), &text)?)
+    let d = draft(spec, name, description, template)?;
+    d.check(Path::new(FILE_NAME)).map_err(|e| match e {
+        DraftError::File(f) => anyhow::Error::new(f),
+        other => anyhow::Error::new(other),
+    })
 }
 
 #[cfg(test)]
@@ -281,8 +287,7 @@ mod tests {
     }
 
     #[test]
-    fn toml_strings_escape_quotes_and_controls() {
-        assert_eq!(toml_str("a\"b\\c\n\u{7f}"), "\"a\\\"b\\\\c\\n\\u007F\"");
+    fn shell_words_quote_what_a_shell_would_split() {
         assert_eq!(shell_quote("it's"), "'it'\\''s'");
         assert_eq!(shell_quote("--norc"), "--norc");
     }

@@ -116,6 +116,11 @@ pub struct BenchArgs {
     #[arg(short = 'N', conflicts_with = "shell")]
     no_shell: bool,
 
+    /// Pin every run to these CPUs (a list like `1` or `0-1,3`): steadier timings on a
+    /// busy machine.
+    #[arg(long, value_name = "LIST")]
+    cpus: Option<String>,
+
     /// Keep measuring commands that exit non-zero, and exit 0.
     #[arg(short = 'i', long)]
     ignore_failure: bool,
@@ -216,6 +221,7 @@ fn spec(a: &BenchArgs) -> Result<(Spec, String, Option<String>), InvalidInput> {
         setup: a.setup.clone(),
         cleanup: a.cleanup.clone(),
         ignore_failure: a.ignore_failure,
+        cpus: a.cpus.clone(),
     };
     let mut name = format!("bench: {}", a.commands.join(" vs "));
     if name.chars().count() > 80 {
@@ -294,4 +300,49 @@ fn write_exports(a: &BenchArgs, o: &export::Outcome) -> anyhow::Result<()> {
         write(p, export::csv(o))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::commands::oneliner::round_trip;
+
+    fn draft(argv: &[&str]) -> perflab_lab::experiment::Draft {
+        let a: super::BenchArgs = round_trip::args(argv);
+        let (spec, name, template) = super::spec(&a).unwrap();
+        super::file::draft(&spec, &name, "perflab bench ...", template.as_deref()).unwrap()
+    }
+
+    #[test]
+    fn the_experiment_reads_back_as_built() {
+        let e = round_trip::check(&draft(&["sleep 0.01", "sleep 0.02", "-r", "3", "-w", "1"]));
+        assert_eq!(e.config_count(), 2);
+        let e = round_trip::check(&draft(&[
+            "sleep 0.0{n} # {x}",
+            "-L",
+            "n",
+            "1,2,3",
+            "-L",
+            "x",
+            "a,b",
+            "--prepare",
+            "echo {n}",
+            "-m",
+            "3",
+            "-M",
+            "5",
+            "--cpus",
+            "0",
+            "-i",
+        ]));
+        assert_eq!(e.config_count(), 6);
+        let e = round_trip::check(&draft(&["sleep 0.{n}", "-P", "n", "1", "2", "-D", "0.5"]));
+        assert_eq!(e.config_count(), 3);
+        round_trip::check(&draft(&[
+            "awk '{print}' /dev/null",
+            "--shell",
+            "bash --norc",
+            "-c",
+            "true",
+        ]));
+    }
 }

@@ -77,6 +77,8 @@ pub struct Spec {
     pub setup: Option<String>,
     pub cleanup: Option<String>,
     pub ignore_failure: bool,
+    /// `--cpus`: the CPUs every run is pinned to.
+    pub cpus: Option<String>,
 }
 
 /// Repetitions per command.

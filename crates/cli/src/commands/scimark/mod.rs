@@ -12,10 +12,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::Context;
-use perflab_lab::experiment::Experiment;
+use perflab_lab::experiment::{Draft, Experiment};
 use perflab_lab::runner::{self, RunOptions};
 use perflab_store::Store;
-use perflab_workloads::scimark::{self, BuildOptions, Output, KERNELS, LANGS};
+use perflab_workloads::scimark::{self, BuildOptions, Output, ScimarkSpec, KERNELS, LANGS};
+use perflab_workloads::spec::Kind;
 use perflab_workloads::{TrialContext, WorkloadError};
 
 use crate::exit::{self, InvalidInput};
@@ -99,7 +100,7 @@ pub fn run(g: &Global, a: &ScimarkArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot open the store {}", g.store.display()))?;
     let (exp, langs, resume) = match a.resume {
         Some(id) => {
-            let exp = perflab_lab::resume::stored_experiment(&store, id, &["scimark"])
+            let exp = perflab_lab::resume::stored_experiment(&store, id, Some("scimark"))
                 .map_err(exit::resume_error)?;
             (exp, Vec::new(), Some(id))
         }
@@ -118,12 +119,7 @@ pub fn run(g: &Global, a: &ScimarkArgs) -> anyhow::Result<ExitCode> {
                 report::print(&doc, a.json, a.confidence)?;
                 return Ok(ExitCode::from(exit::FAILURES));
             }
-            let text = experiment_file(a, &ok);
-            (
-                Experiment::parse(std::path::Path::new("perflab-scimark.toml"), &text)?,
-                langs,
-                None,
-            )
+            (experiment(a, &ok)?, langs, None)
         }
     };
     if !g.quiet {
@@ -243,40 +239,45 @@ fn preflight(
     Ok(Some(langs))
 }
 
-/// The timed rounds as an experiment file: the matrix is the verified languages, the
+/// The timed rounds as an experiment: the matrix is the verified languages, the
 /// workload `kind = "scimark"` with this command's options.
-fn experiment_file(a: &ScimarkArgs, langs: &[&str]) -> String {
-    let q = |s: &str| toml::Value::String(s.to_string()).to_string();
-    let list = |v: &[&str]| {
-        format!(
-            "[{}]",
-            v.iter().map(|s| q(s)).collect::<Vec<_>>().join(", ")
-        )
+fn experiment(a: &ScimarkArgs, langs: &[&str]) -> anyhow::Result<Experiment> {
+    crate::commands::oneliner::experiment(&draft(a, langs)?)
+}
+
+/// [`experiment`] as a value.
+fn draft(a: &ScimarkArgs, langs: &[&str]) -> Result<Draft, InvalidInput> {
+    let spec = ScimarkSpec {
+        lang: langs.first().copied().unwrap_or("c").to_string(),
+        size: if a.large { "large" } else { "default" }.to_string(),
+        min_time: Some(a.min_time),
+        cflags: Some(a.cflags.clone()),
+        jvm_flags: a.jvm_flags.clone(),
+        java: a.java.clone(),
+        kernels: a.kernels.clone(),
     };
-    let mut w = vec![
-        "kind = \"scimark\"".to_string(),
-        "lang = \"{lang}\"".to_string(),
-        "size = \"{size}\"".to_string(),
-        format!("min_time = {:?}", a.min_time),
-        format!("cflags = {}", q(&a.cflags)),
-    ];
-    if let Some(f) = &a.jvm_flags {
-        w.push(format!("jvm_flags = {}", q(f)));
-    }
-    if let Some(j) = &a.java {
-        w.push(format!("java = {}", q(j)));
-    }
-    if let Some(k) = &a.kernels {
-        let k: Vec<&str> = k.iter().map(String::as_str).collect();
-        w.push(format!("kernels = {}", list(&k)));
-    }
-    format!(
-        "[experiment]\nname = {}\nrepetitions = {}\nwarmup = 0\norder = \"interleaved\"\nnoise_check = false\n\n\
-         [matrix]\nlang = {}\nsize = [{}]\n\n[workload]\n{}\n",
-        q(&format!("scimark {}", a.lang.join(","))),
-        a.repeat,
-        list(langs),
-        q(if a.large { "large" } else { "default" }),
-        w.join("\n")
+    let size = spec.size.clone();
+    let draft = Draft::new(
+        &format!("scimark {}", a.lang.join(",")),
+        Kind::Scimark,
+        &spec,
     )
+    .and_then(|d| d.vary("lang", langs.to_vec()))
+    .and_then(|d| d.vary("size", vec![size]))
+    .map_err(crate::commands::oneliner::usage)?;
+    Ok(crate::commands::oneliner::fixed(draft, a.repeat, 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::commands::oneliner::round_trip;
+
+    #[test]
+    fn the_experiment_reads_back_as_built() {
+        let a = round_trip::args(&["--lang", "c,java", "--min-time", "500ms", "--repeat", "2"]);
+        let e = round_trip::check(&super::draft(&a, &["c", "java"]).unwrap());
+        assert_eq!(e.config_count(), 2);
+        let a = round_trip::args(&["--large", "--kernels", "fft,lu", "--java", "/x/java"]);
+        round_trip::check(&super::draft(&a, &["java"]).unwrap());
+    }
 }

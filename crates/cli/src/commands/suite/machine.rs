@@ -7,8 +7,10 @@ use std::process::ExitCode;
 
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 use perflab_analysis::suite::{self, Row};
+use perflab_lab::experiment::{Draft, Order, Repetitions};
 use perflab_workloads::cpuset::CpuSet;
-use perflab_workloads::suite::{catalogue, Item, GROUPS};
+use perflab_workloads::spec::Kind;
+use perflab_workloads::suite::{catalogue, Item, SuiteSpec, GROUPS};
 
 use crate::commands::oneliner;
 use crate::exit::{self, InvalidInput};
@@ -89,27 +91,42 @@ fn nginx_in_sbin(p: &str) -> bool {
     p == "nginx" && std::path::Path::new("/usr/sbin/nginx").is_file()
 }
 
-fn experiment_text(a: &MachineArgs, items: &[Item]) -> Result<String, InvalidInput> {
+/// The experiment `perflab suite machine` runs: one config per item.
+pub fn experiment(a: &MachineArgs, items: &[Item]) -> Result<Draft, InvalidInput> {
     let reps = oneliner::runs(a.runs.unwrap_or(if a.quick { 3 } else { 5 }))?;
     let cpus = match &a.cpus {
-        Some(c) => {
-            let set = CpuSet::parse(c).map_err(|e| InvalidInput(format!("--cpus {c:?}: {e}")))?;
-            format!("cpus = {}\n", oneliner::q(&set.to_string()))
-        }
-        None => String::new(),
+        Some(c) => Some(
+            CpuSet::parse(c)
+                .map_err(|e| InvalidInput(format!("--cpus {c:?}: {e}")))?
+                .to_string(),
+        ),
+        None => None,
     };
-    let names = items
-        .iter()
-        .map(|i| oneliner::q(&i.name))
-        .collect::<Vec<_>>()
-        .join(", ");
-    Ok(format!(
-        "[experiment]\nname = \"machine-suite{}\"\nrepetitions = {reps}\nwarmup = 0\n\
-         order = \"interleaved\"\ntimeout = \"300s\"\n{cpus}\n[matrix]\nitem = [{names}]\n\n\
-         [workload]\nkind = \"suite\"\nitem = \"{{item}}\"\nquick = {}\n",
-        if a.quick { "-quick" } else { "" },
-        a.quick
-    ))
+    let Some(first) = items.first() else {
+        return Err(InvalidInput(
+            "no item of the suite can run here (see --list)".into(),
+        ));
+    };
+    let spec = SuiteSpec {
+        item: first.name.clone(),
+        quick: a.quick,
+    };
+    let name = if a.quick {
+        "machine-suite-quick"
+    } else {
+        "machine-suite"
+    };
+    let draft = Draft::new(name, Kind::Suite, &spec)
+        .and_then(|d| d.vary("item", items.iter().map(|i| i.name.clone()).collect()))
+        .map_err(oneliner::usage)?;
+    Ok(Draft {
+        repetitions: Some(Repetitions::Fixed(reps)),
+        warmup: Some(0),
+        order: Some(Order::Interleaved),
+        timeout: Some("300s".into()),
+        cpus,
+        ..draft
+    })
 }
 
 pub fn run(g: &Global, a: &MachineArgs) -> anyhow::Result<ExitCode> {
@@ -126,11 +143,11 @@ pub fn run(g: &Global, a: &MachineArgs) -> anyhow::Result<ExitCode> {
     if items.is_empty() {
         return Err(InvalidInput("no item of the suite can run here (see --list)".into()).into());
     }
-    let text = experiment_text(a, &items)?;
+    let draft = experiment(a, &items)?;
     for (name, why) in &skipped {
         eprintln!("skipped {name}: {why}");
     }
-    let (store, outcome) = oneliner::measure(g, "suite", &text)?;
+    let (store, outcome) = oneliner::measure(g, &draft)?;
     let export = store.export_run(outcome.run_id)?;
     let rows = suite::rows(&export, 0.95);
     if a.json {
@@ -242,4 +259,19 @@ fn curve_table(curves: &[suite::Curve]) -> Table {
         t.add_row(row);
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::commands::oneliner::round_trip;
+
+    #[test]
+    fn the_experiment_reads_back_as_built() {
+        let items = perflab_workloads::suite::catalogue(true);
+        let a = round_trip::args(&["--quick", "--cpus", "0", "--runs", "2"]);
+        let e = round_trip::check(&super::experiment(&a, &items[..3]).unwrap());
+        assert_eq!(e.config_count(), 3);
+        assert!(e.timeout.is_some());
+        round_trip::check(&super::experiment(&round_trip::args(&[]), &items).unwrap());
+    }
 }
