@@ -15,13 +15,13 @@ use std::time::Instant;
 
 use anyhow::Context;
 use comfy_table::{Cell, CellAlignment, Table};
-use perflab_profile::{
-    CallGraph, CommandOutput, Event, Mode, Profile, ProfileError, ProfileSpec, Profiler, Report,
-    ReportOptions, RoutineView, Target,
-};
+use perflab_profile::{CallGraph, Mode, Profile, ProfileError, Report, ReportOptions, RoutineView};
 use perflab_store::{
     vocab::{ARTIFACT_FLAMEGRAPH, ARTIFACT_PROFILE, ARTIFACT_STACKS},
-    ArtifactData, MetricValue, Store,
+    Store,
+};
+use perflab_workloads::profile::{
+    ProfileDocument, ProfileKind, ProfileOutput, ProfileTarget, ProfileView,
 };
 use perflab_workloads::Measurement;
 use serde_json::{json, Value};
@@ -171,6 +171,17 @@ fn lift(e: ProfileError) -> anyhow::Error {
 }
 
 impl ViewArgs {
+    /// The view flags as the profile kind's options.
+    fn view(&self) -> ProfileView {
+        ProfileView {
+            threshold: self.threshold,
+            mode: self.mode.clone(),
+            include_idle: self.include_idle,
+            comm: self.comm.clone(),
+            pid: self.pid,
+        }
+    }
+
     fn options(&self) -> anyhow::Result<ReportOptions> {
         let o = ReportOptions {
             threshold: self.threshold,
@@ -197,7 +208,7 @@ fn say(g: &Global, s: &str) {
     }
 }
 
-fn target_of(a: &RecordArgs) -> anyhow::Result<Target> {
+fn target_of(a: &RecordArgs) -> anyhow::Result<ProfileTarget> {
     let chosen = [a.all_cpus, a.attach.is_some(), !a.command.is_empty()]
         .iter()
         .filter(|x| **x)
@@ -209,91 +220,81 @@ fn target_of(a: &RecordArgs) -> anyhow::Result<Target> {
         .into());
     }
     Ok(if a.all_cpus {
-        Target::System
+        ProfileTarget::System
     } else if let Some(p) = a.attach {
-        Target::Pid(p)
+        ProfileTarget::Pid(p)
     } else {
-        Target::Command(a.command.clone())
+        ProfileTarget::Command(a.command.clone())
     })
 }
 
-fn describe(t: &Target) -> String {
-    match t {
-        Target::System => "-a".into(),
-        Target::Pid(p) => format!("-p {p}"),
-        Target::Command(argv) => format!("-- {}", argv.join(" ")),
+impl RecordArgs {
+    /// The flags as `kind = "profile"` options, checked (bad input exits 2, a host
+    /// without a usable perf 1).
+    fn spec(&self) -> anyhow::Result<ProfileKind> {
+        let spec = ProfileKind {
+            duration: self.duration.clone(),
+            frequency: self.frequency,
+            call_graph: !self.no_call_graph,
+            event: self.event.clone(),
+            output_dir: self.output.clone(),
+            command_output: match (&self.command_output, self.view.json) {
+                (Some(f), _) => ProfileOutput::File(f.clone()),
+                (None, true) => ProfileOutput::Stderr,
+                (None, false) => ProfileOutput::Inherit,
+            },
+            view: self.view.view(),
+            ..ProfileKind::new(target_of(self)?)
+        };
+        spec.validate().map_err(lift)?;
+        Ok(spec)
     }
 }
 
 fn record(g: &Global, a: &RecordArgs) -> anyhow::Result<ExitCode> {
-    let target = target_of(a)?;
+    let spec = a.spec()?;
     let opts = a.view.options()?;
-    let duration = a
-        .duration
-        .as_deref()
-        .map(|d| perflab_load::parse_duration("duration", d))
-        .transpose()
-        .map_err(|e| InvalidInput(e.to_string()))?;
-    let event: Event = a.event.parse().map_err(lift)?;
-    let command_output = match (&a.command_output, a.view.json) {
-        (Some(f), _) => CommandOutput::File(f.clone()),
-        (None, true) => CommandOutput::Stderr,
-        (None, false) => CommandOutput::Inherit,
-    };
-    let spec = ProfileSpec {
-        target: target.clone(),
-        frequency: a.frequency,
-        call_graph: !a.no_call_graph,
-        duration,
-        event,
-        output_dir: a.output.clone(),
-        command_output,
-    };
+    spec.preflight().map_err(lift)?;
+    let duration = spec.duration().map_err(lift)?;
     let flag = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
     let clock = Instant::now();
-    let running = Profiler::start(&spec).map_err(lift)?;
-    let until = match (&target, duration) {
-        (Target::Command(_), None) => "until the command exits".to_string(),
+    let until = match (&spec.target, duration) {
+        (ProfileTarget::Command(_), None) => "until the command exits".to_string(),
         (_, Some(d)) => format!("for {:.3} s", d.as_secs_f64()),
         (_, None) => "until Ctrl-C".to_string(),
     };
     say(
         g,
         &format!(
-            "profile: recording {} at {} Hz {until} (perf.data in {})",
-            describe(&target),
+            "profile: recording {} at {} Hz {until}",
+            spec.target.describe(),
             a.frequency,
-            running.perf_data().display()
         ),
     );
-    let profile = running
-        .wait_or_stop(|| flag.load(Ordering::SeqCst))
-        .map_err(lift)?;
+    let m = spec.record(|| flag.load(Ordering::SeqCst)).map_err(lift)?;
     let interrupted = flag.load(Ordering::SeqCst);
     let elapsed = clock.elapsed().as_secs_f64();
-    if let Some(note) = &profile.event_note {
+    let doc = ProfileDocument::in_measurement(&m).context("the profile made no report")?;
+    if let Some(data) = &doc.perf_data {
+        say(g, &format!("profile: perf.data in {}", data.display()));
+    }
+    if let Some(note) = &doc.event_note {
         say(g, &format!("profile: {note}"));
     }
-    if let Some(code) = profile.command_status.filter(|c| *c != 0) {
+    if let Some(code) = doc.command_status.filter(|c| *c != 0) {
         eprintln!("warning: the profiled command exited with status {code}");
     }
-    let report = profile.report(&opts);
-    let folded = profile.folded_with(&opts);
-    let svg = profile.flamegraph_svg_with(&opts).map_err(lift)?;
-    let run_id = store_profile(g, a, &target, &profile, &report, &folded, &svg, elapsed)?;
+    let shown = Shown::of(&doc, &m);
+    let run_id = store_profile(g, &spec, &doc, m.clone(), elapsed)?;
     say(g, &format!("profile: stored as run {run_id}"));
-    show(
-        g,
-        &profile,
-        &report,
-        &opts,
-        &a.view,
-        Some(run_id),
-        &folded,
-        &svg,
-    )?;
+    // Only the per-routine view reads the recording again.
+    let profile = match (&a.view.routine, &doc.perf_data) {
+        (Some(_), Some(data)) => Some(Profile::from_perf_data(data).map_err(lift)?),
+        _ => None,
+    };
+    show(g, &shown, profile.as_ref(), &opts, &a.view, Some(run_id))?;
     // Ctrl-C is the normal end of an open-ended -a or -p recording.
-    let open_ended = duration.is_none() && !matches!(target, Target::Command(_));
+    let open_ended = duration.is_none() && !matches!(spec.target, ProfileTarget::Command(_));
     Ok(if interrupted && !open_ended {
         ExitCode::from(exit::INTERRUPTED)
     } else {
@@ -301,28 +302,61 @@ fn record(g: &Global, a: &RecordArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Writes the requested files and prints the report (and routine view).
-#[allow(clippy::too_many_arguments)]
+/// What is shown of a profile: the report and its note, where the recording is, the
+/// folded stacks and the flame graph.
+struct Shown<'a> {
+    report: &'a Report,
+    event_note: Option<&'a str>,
+    perf_data: Option<&'a Path>,
+    folded: &'a str,
+    svg: &'a [u8],
+}
+
+impl<'a> Shown<'a> {
+    /// What a profile run's measurement holds.
+    fn of(doc: &'a ProfileDocument, m: &'a Measurement) -> Shown<'a> {
+        let artifact = |name: &str| {
+            m.artifacts
+                .iter()
+                .find(|a| a.name == name)
+                .map_or(&[][..], |a| &a.content[..])
+        };
+        Shown {
+            report: &doc.report,
+            event_note: doc.event_note.as_deref(),
+            perf_data: doc.perf_data.as_deref(),
+            folded: std::str::from_utf8(artifact(ARTIFACT_STACKS)).unwrap_or_default(),
+            svg: artifact(ARTIFACT_FLAMEGRAPH),
+        }
+    }
+}
+
+/// Writes the requested files and prints the report (and routine view, which needs
+/// the `profile` itself).
 fn show(
     g: &Global,
-    profile: &Profile,
-    report: &Report,
+    r: &Shown,
+    profile: Option<&Profile>,
     opts: &ReportOptions,
     v: &ViewArgs,
     run_id: Option<i64>,
-    folded: &str,
-    svg: &[u8],
 ) -> anyhow::Result<()> {
     if let Some(f) = &v.folded {
-        std::fs::write(f, folded).with_context(|| format!("cannot write {}", f.display()))?;
+        std::fs::write(f, r.folded).with_context(|| format!("cannot write {}", f.display()))?;
         say(g, &format!("profile: folded stacks in {}", f.display()));
     }
     if let Some(f) = &v.flamegraph {
-        std::fs::write(f, svg).with_context(|| format!("cannot write {}", f.display()))?;
+        std::fs::write(f, r.svg).with_context(|| format!("cannot write {}", f.display()))?;
         say(g, &format!("profile: flame graph in {}", f.display()));
     }
-    let routine = match &v.routine {
-        Some(name) => {
+    let routine = match (&v.routine, profile) {
+        (Some(_), None) => {
+            return Err(InvalidInput(
+                "--routine needs the recording (perf.data), which is not here".into(),
+            )
+            .into())
+        }
+        (Some(name), Some(profile)) => {
             let cg = profile.call_graph(name, opts);
             if cg.total_samples == 0 {
                 return Err(lift(ProfileError::NoSuchRoutine(name.clone())));
@@ -335,14 +369,14 @@ fn show(
             };
             Some((rv, cg))
         }
-        None => None,
+        (None, _) => None,
     };
     if v.json {
-        let mut doc = serde_json::to_value(report)?;
+        let mut doc = serde_json::to_value(r.report)?;
         let m = doc.as_object_mut().expect("a report is an object");
-        m.insert("event_note".into(), json!(profile.event_note));
+        m.insert("event_note".into(), json!(r.event_note));
         m.insert("run_id".into(), json!(run_id));
-        m.insert("perf_data".into(), json!(profile.perf_data));
+        m.insert("perf_data".into(), json!(r.perf_data));
         if let Some((rv, cg)) = &routine {
             m.insert("routine".into(), serde_json::to_value(rv)?);
             m.insert("call_graph".into(), serde_json::to_value(cg)?);
@@ -352,7 +386,7 @@ fn show(
         writeln!(out)?;
         return Ok(());
     }
-    print_report(profile, report, opts);
+    print_report(r.event_note, r.report, opts);
     if let Some((rv, cg)) = &routine {
         println!();
         match rv {
@@ -364,12 +398,8 @@ fn show(
     Ok(())
 }
 
-fn print_report(profile: &Profile, r: &Report, o: &ReportOptions) {
-    let note = profile
-        .event_note
-        .as_deref()
-        .map(|n| format!(" ({n})"))
-        .unwrap_or_default();
+fn print_report(event_note: Option<&str>, r: &Report, o: &ReportOptions) {
+    let note = event_note.map(|n| format!(" ({n})")).unwrap_or_default();
     let mut filters = vec![format!("mode {}", r.mode.as_str())];
     if !o.include_idle {
         filters.push("idle excluded".into());
@@ -480,19 +510,14 @@ fn print_call_graph(cg: &CallGraph) {
     list("callees", &cg.callees);
 }
 
-/// Records through lab one run of kind `profile`, one config, one trial: the report
-/// (as [`ARTIFACT_PROFILE`], the name an experiment's `[profile]` uses, so `perflab
-/// report` finds it), folded stacks and flame graph as artifacts, the top functions'
-/// shares as `fn:<name>` metrics.
-#[allow(clippy::too_many_arguments)]
+/// Records the measurement `perflab_workloads::profile` made as one run of kind
+/// `profile`, one config, one trial (its report as `profile.json`, the name an
+/// experiment's `[profile]` uses, so `perflab report` finds it).
 fn store_profile(
     g: &Global,
-    a: &RecordArgs,
-    target: &Target,
-    profile: &Profile,
-    report: &Report,
-    folded: &str,
-    svg: &[u8],
+    spec: &ProfileKind,
+    doc: &ProfileDocument,
+    measurement: Measurement,
     elapsed: f64,
 ) -> anyhow::Result<i64> {
     if let Some(dir) = g.store.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -500,51 +525,22 @@ fn store_profile(
     }
     let store = Store::open(&g.store)
         .with_context(|| format!("cannot open the store {}", g.store.display()))?;
-    let target_kind = match target {
-        Target::System => "system",
-        Target::Pid(_) => "pid",
-        Target::Command(_) => "command",
-    };
     let mut params = perflab_store::Params::new();
-    params.insert("target".into(), json!(target_kind));
-    params.insert("event".into(), json!(profile.event));
-    let artifact = |name: &str, media_type: &str, content: Vec<u8>| ArtifactData {
-        name: name.into(),
-        media_type: media_type.into(),
-        content,
-    };
-    let measurement = Measurement {
-        metrics: profile
-            .top_functions(10)
-            .into_iter()
-            .map(|(name, pct)| MetricValue::new(&format!("fn:{name}"), "%", pct, "lower"))
-            .collect(),
-        artifacts: vec![
-            artifact(
-                ARTIFACT_PROFILE,
-                "application/json",
-                serde_json::to_vec_pretty(report)?,
-            ),
-            artifact(ARTIFACT_STACKS, "text/plain", folded.as_bytes().to_vec()),
-            artifact(ARTIFACT_FLAMEGRAPH, "image/svg+xml", svg.to_vec()),
-        ],
-        method: Some("perf".into()),
-        ..Default::default()
-    };
+    params.insert("target".into(), json!(spec.target.name()));
+    params.insert("event".into(), json!(doc.report.event));
     let shot = perflab_lab::record::OneShot {
         kind: "profile",
-        name: format!("profile {}", describe(target)),
+        name: format!("profile {}", doc.target),
         params,
         environment: json!({
-            "perf_data": profile.perf_data,
-            "event": profile.event,
-            "event_note": profile.event_note,
-            "frequency": a.frequency,
-            "call_graph": !a.no_call_graph,
-            "target": describe(target),
-            "command_status": profile.command_status,
-            "perf_version": perflab_profile::perf::find_perf().ok()
-                .and_then(|p| perflab_profile::perf::version(&p)),
+            "perf_data": doc.perf_data,
+            "event": doc.report.event,
+            "event_note": doc.event_note,
+            "frequency": doc.frequency,
+            "call_graph": doc.call_graph,
+            "target": doc.target,
+            "command_status": doc.command_status,
+            "perf_version": doc.perf_version,
         }),
         measurement,
         duration_s: elapsed,
@@ -576,7 +572,14 @@ fn report(g: &Global, a: &ReportArgs) -> anyhow::Result<ExitCode> {
     } else {
         Vec::new()
     };
-    show(g, &profile, &report, &opts, &a.view, None, &folded, &svg)?;
+    let shown = Shown {
+        report: &report,
+        event_note: profile.event_note.as_deref(),
+        perf_data: profile.perf_data.as_deref(),
+        folded: &folded,
+        svg: &svg,
+    };
+    show(g, &shown, Some(&profile), &opts, &a.view, None)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -593,6 +596,20 @@ fn perf_data_of_run(g: &Global, id: i64) -> anyhow::Result<PathBuf> {
         return Err(InvalidInput(format!("run {id} is a {} run, not a profile", run.kind)).into());
     }
     let env: Value = store.run_environment(id)?;
+    // Where the trial's profile.json says (a one-trial run), else the run's
+    // environment (runs stored before profile was a kind).
+    let mut stored = env["perf_data"].clone();
+    for t in store.trials(id)? {
+        for (name, _, content) in store.trial_artifacts(t.id)? {
+            if name == ARTIFACT_PROFILE {
+                let doc: Value = serde_json::from_slice(&content).unwrap_or_default();
+                if doc["perf_data"].is_string() {
+                    stored = doc["perf_data"].clone();
+                }
+            }
+        }
+    }
+    let env = json!({ "perf_data": stored });
     let data = env["perf_data"]
         .as_str()
         .map(PathBuf::from)
