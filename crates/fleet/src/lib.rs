@@ -8,6 +8,8 @@
 //! - [`deploy`]: which perflab runs on a host (this binary copied when it fits);
 //! - [`worker`]: `perflab worker`, one trial from a JSON spec on stdin to JSON events on
 //!   stdout, stopped by the end of its stdin;
+//! - [`placement`]: which hosts a run needs, found and checked in its inventory
+//!   before any is contacted (`perflab run --on`, the one-trial commands' `--on`);
 //! - [`remote`]: the runner's factory for runs over hosts (`on = [...]`, `--on`,
 //!   `[workload] host`) and its opener of sessions with hosts;
 //! - [`agent`] and [`agents`]: distributed load (`perflab http --agents`), the agent's
@@ -24,6 +26,7 @@ pub mod agents;
 pub mod agents_trial;
 pub mod deploy;
 pub mod inventory;
+pub mod placement;
 pub mod relay;
 pub mod remote;
 pub mod session;
@@ -33,5 +36,6 @@ pub mod ssh_agents;
 pub mod worker;
 
 pub use inventory::{Host, Inventory, InventoryError};
+pub use placement::{FleetOptions, PlacementError};
 pub use remote::Fleet;
 pub use ssh::Ssh;

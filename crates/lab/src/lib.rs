@@ -15,6 +15,7 @@ pub mod resume;
 pub mod runner;
 pub mod service;
 pub mod signals;
+pub mod single;
 pub mod site;
 pub mod summary;
 pub mod template;

@@ -65,6 +65,20 @@ impl Store {
         Ok(self.conn.last_insert_rowid())
     }
 
+    /// Adds fields to a run's stored environment: what a one-trial command learns only
+    /// from its trial (the disk and file system a `perflab disk` run went to).
+    pub fn add_run_environment(&self, run: RunId, extra: &serde_json::Value) -> Result<()> {
+        let mut env = self.run_environment(run)?;
+        if let (Some(all), Some(more)) = (env.as_object_mut(), extra.as_object()) {
+            all.extend(more.clone());
+        }
+        self.conn.execute(
+            "UPDATE runs SET environment_json = ?2 WHERE id = ?1",
+            params![run, serde_json::to_string(&env)?],
+        )?;
+        Ok(())
+    }
+
     /// Finds or inserts the config `ordinal` of `run`.
     pub fn ensure_config(&self, run: RunId, ordinal: u32, params: &Params) -> Result<i64> {
         let json = serde_json::to_string(params)?;

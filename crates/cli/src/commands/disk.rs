@@ -1,23 +1,25 @@
 //! `perflab disk PATH`: one dd/fio-class disk measurement with the device's iostat
-//! figures over the run, recorded into the store as a one-config, one-trial run of
-//! kind `disk`.
+//! figures over the run — a one-trial run of kind `disk` (`perflab_lab::single`),
+//! here or on an inventory host with `--on HOST`.
 //!
-//! Thin by design: flags become a [`DiskSpec`], `perflab_workloads::disk::run` does
-//! the work (and always removes its file), this file prints (text or `--json`),
-//! records, and maps the outcome to the exit codes: 0 ok, 1 could not run, 2 bad
-//! input (nothing measured, nothing left behind), 4 finished with a flagged problem
-//! (ENOSPC or an I/O error mid-run: the partial result is printed and stored), 130
-//! interrupted.
+//! Thin by design: flags become a [`DiskSpec`], the runner runs it as a trial (the
+//! workload, `perflab_workloads::disk`, always removes its file) and records it; this
+//! file checks PATH first (here), prints the trial's report (text or `--json`), and
+//! maps the outcome to the exit codes: 0 ok, 1 could not run, 2 bad input (nothing
+//! measured, nothing left behind), 4 finished with a flagged problem (ENOSPC or an I/O
+//! error mid-run: the partial result is printed and stored), 130 interrupted (the run
+//! is stored as interrupted).
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use perflab_store::{RunId, Store};
-use perflab_workloads::disk::{
-    self, ByteSize, Control, DiskError, DiskReport, DiskSpec, Mode, Pattern,
-};
+use perflab_lab::runner::{RunContext, Silent};
+use perflab_lab::single::{OneTrial, Shot};
+use perflab_store::{Store, TrialStatus};
+use perflab_workloads::disk::{self, ByteSize, DiskError, DiskReport, DiskSpec, Mode, Pattern};
+use perflab_workloads::spec::{Builtin, KindSpec, WorkloadFactory};
 use serde_json::json;
 
 use crate::exit::{InvalidInput, FAILURES, INTERRUPTED};
@@ -36,6 +38,9 @@ fdatasync. Read modes lay the file out first (written, fdatasynced) and drop it 
 page cache before reading, unless --cached. Like fio, the file is advised sequential (or
 random for rand modes: no readahead). --iodepth N runs N threads doing pread/pwrite
 (a thread pool, not io_uring). The file is created by perflab and always removed.
+
+With --on HOST the test runs on that inventory host (PATH is a path there) and the
+run is stored here, as `perflab run --on` stores it.
 
 Exit codes: 0 ok, 1 could not run, 2 bad input (nothing was written),
             4 finished with a flagged problem (e.g. disk full: partial result), 130 interrupted.";
@@ -97,6 +102,9 @@ pub struct DiskArgs {
     /// Allow writing to the block device PATH; must name the same device.
     #[arg(long = "i-know-this-destroys-data", value_name = "DEVICE")]
     pub destroy: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub remote: crate::commands::on_host::OnHost,
 }
 
 fn parse_size(s: &str) -> Result<ByteSize, String> {
@@ -121,36 +129,84 @@ pub fn spec_from_args(a: &DiskArgs) -> DiskSpec {
     }
 }
 
-/// Runs `perflab disk`.
+/// Runs `perflab disk`: one trial of kind `disk`, here or `--on HOST`.
 pub fn run(g: &Global, a: &DiskArgs) -> anyhow::Result<ExitCode> {
     let spec = spec_from_args(a);
     spec.validate().map_err(invalid)?;
-    let flag = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
-    let ctl = Control {
-        interrupted: flag,
-        deadline: None,
+    a.remote.check(None)?;
+    if a.remote.on.is_none() {
+        // Everything that can be checked at PATH, before anything is stored: the file
+        // is created and removed again (the trial makes its own).
+        preflight(&spec)?;
+    }
+    let one = OneTrial {
+        kind: "disk".into(),
+        name: format!("disk {} {}", spec.mode, spec.path.display()),
+        params: spec.params(),
+        workload: KindSpec::Disk(spec.clone()),
+        environment: json!({}),
+        on: a.remote.on.clone(),
     };
+    let exp = one.experiment()?;
+    let fleet = a.remote.fleet(&exp)?;
+    let flag = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
     if !g.quiet && !a.json && std::io::stderr().is_terminal() {
         eprintln!(
-            "disk: {} {} × {} at {} …",
+            "disk: {} {} × {} at {}{} …",
             spec.mode,
             spec.ios(),
             spec.bs,
-            a.path.display()
+            a.path.display(),
+            a.remote
+                .on
+                .as_ref()
+                .map(|h| format!(" on {h}"))
+                .unwrap_or_default()
         );
     }
-    let mut report = match disk::run(&spec, &ctl) {
-        Ok(r) => r,
-        Err(DiskError::Interrupted) => {
-            eprintln!("interrupted: nothing was recorded; the file was removed");
+    let store = Store::open(&g.store)
+        .with_context(|| format!("cannot open the store {}", g.store.display()))?;
+    let shot = perflab_lab::single::run(
+        &one,
+        &exp,
+        &store,
+        &RunContext {
+            interrupted: flag,
+            observer: &Silent,
+            factory: fleet
+                .as_ref()
+                .map_or(&Builtin as &dyn WorkloadFactory, |f| f),
+            sites: fleet.as_ref().map(|f| f as &dyn perflab_lab::site::Sites),
+        },
+    );
+    crate::commands::on_host::clean(fleet.as_ref());
+    let shot = shot.context("cannot run the disk test")?;
+    report(g, a, &store, &shot)
+}
+
+/// Prints the trial's report, adds what it says about the disk to the run's
+/// environment, and maps the outcome to the exit status.
+fn report(g: &Global, a: &DiskArgs, store: &Store, shot: &Shot) -> anyhow::Result<ExitCode> {
+    let run_id = shot.outcome.run_id;
+    let Some(mut report) = disk_report(shot) else {
+        if shot.status == TrialStatus::Interrupted {
+            eprintln!("interrupted: nothing was measured (run {run_id} is marked interrupted); the file was removed");
             return Ok(ExitCode::from(INTERRUPTED));
         }
-        Err(e @ DiskError::Invalid(_)) => return Err(invalid(e)),
-        Err(e) => {
-            let e = crate::exit::as_flags(&e.describe(), &[]);
-            return Err(anyhow::anyhow!(e).context("cannot run the disk test"));
-        }
+        let e = crate::exit::as_flags(shot.error.as_deref().unwrap_or("no report"), &[]);
+        return Err(anyhow::anyhow!(e).context("cannot run the disk test"));
     };
+    store
+        .add_run_environment(
+            run_id,
+            &json!({
+                "method": report.method,
+                "device": report.device,
+                "partition": report.partition,
+                "file_system": report.file_system,
+            }),
+        )
+        .context("cannot record the run into the store")?;
     // What the library said names its fields; this command's users know them as flags.
     report.problem = report.problem.map(|p| crate::exit::as_flags(&p, &[]));
     let mut out = std::io::stdout().lock();
@@ -164,38 +220,42 @@ pub fn run(g: &Global, a: &DiskArgs) -> anyhow::Result<ExitCode> {
         write!(out, "{}", disk::text::render(&report))?;
     }
     out.flush()?;
-    let run_id = record(g, &spec, &report).context("cannot record the run into the store")?;
     eprintln!("run {run_id} recorded in {}", g.store.display());
     Ok(match &report.problem {
         Some(p) => {
             eprintln!("partial result: {p}");
             ExitCode::from(FAILURES)
         }
+        None if shot.status == TrialStatus::Interrupted => ExitCode::from(INTERRUPTED),
         None => ExitCode::SUCCESS,
     })
 }
 
-/// Records the run through lab: a run of kind `disk`, one config (the options), one
-/// trial (metrics, latency histogram, the report as a JSON artifact).
-fn record(g: &Global, spec: &DiskSpec, r: &DiskReport) -> anyhow::Result<RunId> {
-    let store = Store::open(&g.store)
-        .with_context(|| format!("cannot open the store {}", g.store.display()))?;
-    let shot = perflab_lab::record::OneShot {
-        kind: "disk",
-        name: format!("disk {} {}", r.mode, spec.path.display()),
-        params: spec.params(),
-        environment: json!({
-            "method": r.method,
-            "device": r.device,
-            "partition": r.partition,
-            "file_system": r.file_system,
-        }),
-        measurement: r.measurement(),
-        duration_s: r.seconds,
-        // A problem is what makes a report partial: the trial is failed, its figures kept.
-        error: r.problem.clone(),
-    };
-    Ok(perflab_lab::record::one_shot(&store, shot)?)
+/// The disk report the trial's workload returned (its `disk-report.json` artifact,
+/// the same here or from another host).
+fn disk_report(shot: &Shot) -> Option<DiskReport> {
+    let m = shot.measurement.as_ref()?;
+    let a = m
+        .artifacts
+        .iter()
+        .find(|a| a.name == perflab_store::vocab::ARTIFACT_DISK_REPORT)?;
+    serde_json::from_slice(&a.content).ok()
+}
+
+/// Checks PATH as the run will (it exists, the file can be made, O_DIRECT alignment):
+/// bad input exits 2 with nothing stored.
+fn preflight(spec: &DiskSpec) -> anyhow::Result<()> {
+    match disk::target::prepare(spec) {
+        Ok(target) => {
+            drop(target);
+            Ok(())
+        }
+        Err(e @ DiskError::Invalid(_)) => Err(invalid(e)),
+        Err(e) => {
+            let e = crate::exit::as_flags(&e.describe(), &[]);
+            Err(anyhow::anyhow!(e).context("cannot run the disk test"))
+        }
+    }
 }
 
 /// The disk library names the fields it checked (`bs`); here they are flags (`--bs`).

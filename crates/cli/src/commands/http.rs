@@ -9,16 +9,23 @@
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::Context;
+use perflab_lab::runner::{RunContext, Silent};
+use perflab_lab::single::{OneTrial, Shot};
 use perflab_load::{
-    parse_duration, parse_fraction, parse_header, parse_rate, HttpVersion, IoChoice, LoadError,
-    LoadSpec, Observer, Ramp, RampOver, Report, SecondPoint, Slo, SpecError, Step, Threshold,
-    Verdict,
+    parse_duration, parse_fraction, parse_header, parse_rate, Checked, HttpVersion, IoChoice,
+    LoadError, LoadSpec, Mode, Observer, Ramp, RampOver, Report, SecondPoint, Slo, SpecError, Step,
+    Threshold, Verdict,
 };
+use perflab_store::TrialStatus;
+use perflab_workloads::spec::{KindSpec, TrialSpec, WorkloadFactory};
+use perflab_workloads::{Measurement, TrialContext, Workload, WorkloadError};
+use serde_json::json;
 
-use crate::exit::{InvalidInput, FAILURES, GATE_FAILED};
+use crate::exit::{InvalidInput, FAILURES, GATE_FAILED, INTERRUPTED};
 
 const HTTP_HELP: &str = "\
 Examples:
@@ -215,14 +222,10 @@ pub struct HttpArgs {
     #[arg(long, value_name = "W,...", value_delimiter = ',', requires = "agents")]
     pub agent_weights: Vec<String>,
 
-    /// With --agents: the inventory, `[[hosts]]` tables (.toml) or an Ansible INI file
-    /// [default: hosts.toml].
-    #[arg(long, value_name = "FILE", requires = "agents")]
-    pub hosts: Option<PathBuf>,
-
-    /// With --agents: trust a host's key seen for the first time (never a changed one).
-    #[arg(long, requires = "agents")]
-    pub accept_new_host_keys: bool,
+    /// Run the test on an inventory host (the URL as seen from there): --on HOST,
+    /// --hosts FILE (also the inventory of --agents), --accept-new-host-keys.
+    #[command(flatten)]
+    pub remote: crate::commands::on_host::OnHost,
 
     /// Distributed load's launch engine: ssh (--agents over an inventory) or slurm (one
     /// srun, one agent per node; see docs/fleet.md).
@@ -322,37 +325,206 @@ pub fn spec_from_args(a: &HttpArgs) -> Result<LoadSpec, SpecError> {
     Ok(spec)
 }
 
-/// Runs `perflab http`.
+/// Runs `perflab http`: one trial of kind `http`, here (with the live line) or `--on
+/// HOST`; a distributed load (`--agents`, `--engine slurm`) is its own controller.
 pub fn run(g: &crate::Global, args: &HttpArgs) -> anyhow::Result<ExitCode> {
     let spec = spec_from_args(args).map_err(invalid)?;
-    if super::http_agents::distributed(args) {
+    let distributed = super::http_agents::distributed(args);
+    if distributed && args.remote.on.is_some() {
+        return Err(InvalidInput(
+            "--on and --agents (or --engine slurm) both say where the load runs: keep one (--on runs the test on one host; --agents splits it across hosts)".into(),
+        )
+        .into());
+    }
+    args.remote.check(distributed.then_some("--agents"))?;
+    if distributed {
         return super::http_agents::run(g, args, spec);
     }
-    // Resolves hosts and reads files: still nothing sent.
-    let checked = perflab_load::check(&spec).map_err(invalid)?;
-    let live = !g.quiet && !args.json && std::io::stderr().is_terminal();
-    let mut observer = LiveLine::new(live);
+    // Resolves hosts and reads files: still nothing sent. (With --on they are the
+    // host's: it checks them.)
+    let checked = match &args.remote.on {
+        None => Some(perflab_load::check(&spec).map_err(invalid)?),
+        Some(_) => None,
+    };
+    let one = one_trial(args, &spec)?;
+    let exp = one.experiment()?;
+    let fleet = args.remote.fleet(&exp)?;
     // Ctrl-C ends the load, then the report of what ran is printed and kept (exit 130);
     // a second Ctrl-C exits at once.
     let stop = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
-    let report = match perflab_load::run_until(&spec, &checked, &mut observer, stop) {
-        Ok(r) => r,
-        Err(LoadError::Spec(e)) => return Err(invalid(e)),
-        Err(e) => {
+    let store = perflab_store::Store::open(&g.store)
+        .with_context(|| format!("cannot open the store {}", g.store.display()))?;
+    let live = LiveFactory {
+        spec: spec.clone(),
+        checked: checked.map(Arc::new),
+        on: !g.quiet && !args.json && std::io::stderr().is_terminal(),
+        kept: Arc::default(),
+    };
+    let factory: &dyn WorkloadFactory = match &fleet {
+        Some(f) => f,
+        None => &live,
+    };
+    let shot = perflab_lab::single::run(
+        &one,
+        &exp,
+        &store,
+        &RunContext {
+            interrupted: stop,
+            observer: &Silent,
+            factory,
+            sites: fleet.as_ref().map(|f| f as &dyn perflab_lab::site::Sites),
+        },
+    );
+    crate::commands::on_host::clean(fleet.as_ref());
+    let shot = shot.context("cannot run the load test")?;
+    let kept = live.kept.lock().ok().and_then(|mut k| k.take());
+    let report = match kept {
+        Some(Ok(r)) => r,
+        Some(Err(LoadError::Spec(e))) => return Err(invalid(e)),
+        Some(Err(e)) => {
             let e = crate::exit::as_flags(&e.to_string(), SHORT);
             return Err(anyhow::anyhow!(e).context("cannot run the load test"));
         }
+        None => match remote_report(&shot)? {
+            Some(r) => r,
+            None => return Ok(ExitCode::from(INTERRUPTED)),
+        },
     };
-    observer.clear();
-    let run_id =
-        record_into_store(g, &spec, &report).context("cannot record the run into the store")?;
     if !g.quiet {
-        eprintln!("recorded as run {run_id} in {}", g.store.display());
+        eprintln!(
+            "recorded as run {} in {}",
+            shot.outcome.run_id,
+            g.store.display()
+        );
     }
-    let verdicts: Vec<Verdict> = spec.thresholds.iter().map(|t| t.judge(&report)).collect();
+    print(args, &spec, &report)
+}
+
+/// The one trial the flags describe: kind `http`, the options in the file form an
+/// experiment's `[workload]` table has, the parameters `perflab http` has always stored
+/// (URLs, connections, mode, rate, unix socket), the arguments in the environment.
+fn one_trial(args: &HttpArgs, spec: &LoadSpec) -> anyhow::Result<OneTrial> {
+    let workload = KindSpec::options("http", options_from_args(args))
+        .map_err(|e| anyhow::anyhow!("the flags as a trial: {e}"))?;
+    let mut params = perflab_store::Params::new();
+    params.insert("urls".into(), json!(spec.urls));
+    params.insert("connections".into(), json!(spec.connections));
+    let mode = if spec.find_max {
+        Mode::FindMax
+    } else if spec.ramp.is_some() {
+        Mode::Ramp
+    } else if spec.rate.is_some() {
+        Mode::Open
+    } else {
+        Mode::Closed
+    };
+    params.insert("mode".into(), json!(mode));
+    if let Some(r) = spec.rate {
+        params.insert("rate".into(), json!(r));
+    }
+    if let Some(p) = &spec.unix_socket {
+        params.insert("unix_socket".into(), json!(p));
+    }
+    Ok(OneTrial {
+        kind: "http".into(),
+        name: format!("http {}", spec.urls.first().cloned().unwrap_or_default()),
+        workload,
+        params,
+        environment: json!({ "args": std::env::args().skip(1).collect::<Vec<_>>() }),
+        on: args.remote.on.clone(),
+    })
+}
+
+/// The flags in the file form of a load (`perflab_load`'s `[workload] kind = "http"`
+/// table): what the trial's workload reads back into the same [`LoadSpec`].
+fn options_from_args(a: &HttpArgs) -> serde_json::Value {
+    let mut o = serde_json::Map::new();
+    let mut put = |k: &str, v: serde_json::Value| {
+        if !v.is_null() {
+            o.insert(k.to_string(), v);
+        }
+    };
+    put("urls", json!(a.url.iter().collect::<Vec<_>>()));
+    put("urls_file", json!(a.urls_file));
+    put("random", json!(a.random));
+    put("order", json!(a.order));
+    put("targets", json!(a.targets));
+    put("targets_format", json!(a.targets_format));
+    put("method", json!(a.method));
+    put("headers", json!(a.headers));
+    put("body", json!(a.body));
+    put("body_file", json!(a.body_file));
+    put("connections", json!(a.connections));
+    put("threads", json!(a.threads));
+    put("duration", json!(a.duration));
+    put("requests", json!(a.requests));
+    put("warmup", json!(a.warmup));
+    put("rate", json!(a.rate));
+    put("max_connections", json!(a.max_connections));
+    put("ramp", json!(a.ramp));
+    put("ramp_over", json!(a.ramp_over));
+    put("step_duration", json!(a.step_duration));
+    put("find_max", json!(a.find_max));
+    put("slo", json!(a.slo));
+    put("thresholds", json!(a.thresholds));
+    put("unix_socket", json!(a.unix_socket));
+    put("max_error_rate", json!(a.max_error_rate));
+    put("keepalive", json!(!a.no_keepalive));
+    put("pipeline", json!(a.pipeline));
+    put("timeout", json!(a.timeout));
+    put("connect_timeout", json!(a.connect_timeout));
+    put("hdr_log", json!(a.hdr_log));
+    put("insecure", json!(a.insecure));
+    put("cacert", json!(a.cacert));
+    put("io", json!(a.io));
+    let http = if a.http2 {
+        "2"
+    } else if a.http1_1 {
+        "1.1"
+    } else {
+        "auto"
+    };
+    put("http", json!(http));
+    put("streams", json!(a.streams));
+    put("h2_window", json!(a.h2_window));
+    serde_json::Value::Object(o)
+}
+
+/// The report of a trial that ran on another host: its `http-report.json` artifact
+/// (without the histograms, which travel as the trial's histogram); `None` when it was
+/// interrupted before it measured anything.
+fn remote_report(shot: &Shot) -> anyhow::Result<Option<Report>> {
+    let artifact = shot.measurement.as_ref().and_then(|m| {
+        m.artifacts
+            .iter()
+            .find(|a| a.name == perflab_store::vocab::ARTIFACT_HTTP_REPORT)
+    });
+    match artifact {
+        Some(a) => serde_json::from_slice(&a.content)
+            .map(Some)
+            .context("the host's report does not read"),
+        None if shot.status == TrialStatus::Interrupted => {
+            eprintln!(
+                "interrupted: nothing was measured (run {} is marked interrupted)",
+                shot.outcome.run_id
+            );
+            Ok(None)
+        }
+        None => Err(anyhow::anyhow!(crate::exit::as_flags(
+            shot.error.as_deref().unwrap_or("no report came back"),
+            SHORT
+        ))
+        .context("cannot run the load test")),
+    }
+}
+
+/// Prints the report (text or `--json`) with the thresholds' verdicts and maps it to
+/// the exit status: 130 interrupted, 3 a threshold failed, 4 some requests failed.
+fn print(args: &HttpArgs, spec: &LoadSpec, report: &Report) -> anyhow::Result<ExitCode> {
+    let verdicts: Vec<Verdict> = spec.thresholds.iter().map(|t| t.judge(report)).collect();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if args.json {
-        let mut v = serde_json::to_value(&report)?;
+        let mut v = serde_json::to_value(report)?;
         if !verdicts.is_empty() {
             v["thresholds"] = serde_json::to_value(&verdicts)?;
         }
@@ -362,7 +534,7 @@ pub fn run(g: &crate::Global, args: &HttpArgs) -> anyhow::Result<ExitCode> {
             eprintln!("warning: {w}");
         }
     } else {
-        write!(out, "{}", perflab_load::text::render(&report))?;
+        write!(out, "{}", perflab_load::text::render(report))?;
         if !verdicts.is_empty() {
             writeln!(out, "\nThresholds:")?;
             for v in &verdicts {
@@ -388,18 +560,9 @@ pub fn run(g: &crate::Global, args: &HttpArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Records the run into the results store as a one-trial run (the metrics and the
-/// whole histogram that `[workload] kind = "http"` stores; see docs/experiment-file.md).
-pub fn record_into_store(
-    g: &crate::Global,
-    spec: &LoadSpec,
-    report: &Report,
-) -> anyhow::Result<i64> {
-    record_with(g, spec, report, perflab_store::Params::new(), Vec::new())
-}
-
-/// [`record_into_store`] with more parameters and artifacts (a distributed load's
-/// agents).
+/// Records a distributed load's report into the store as a one-trial run (the metrics
+/// and the whole histogram that `[workload] kind = "http"` stores; see
+/// docs/experiment-file.md), with the agents' parameters and artifacts.
 pub fn record_with(
     g: &crate::Global,
     spec: &LoadSpec,
@@ -449,6 +612,81 @@ fn invalid(e: impl std::fmt::Display) -> anyhow::Error {
         "{} (see `perflab http --help`)",
         crate::exit::as_flags(&e.to_string(), SHORT)
     )))
+}
+
+/// What the local trial's load engine returned, kept for this command to print.
+type Kept = Arc<Mutex<Option<Result<Report, LoadError>>>>;
+
+/// The factory of the local trial: the load engine with the live line on stderr, its
+/// report kept for printing. The trial's spec is the one this command checked.
+struct LiveFactory {
+    spec: LoadSpec,
+    checked: Option<Arc<Checked>>,
+    /// Draw the live line (a terminal, not `--quiet`, not `--json`).
+    on: bool,
+    kept: Kept,
+}
+
+impl WorkloadFactory for LiveFactory {
+    fn build(&self, _trial: &TrialSpec) -> Result<Box<dyn Workload>, WorkloadError> {
+        let checked = match &self.checked {
+            Some(c) => c.clone(),
+            None => Arc::new(
+                perflab_load::check(&self.spec)
+                    .map_err(|e| WorkloadError::Setup(format!("http load: {e}")))?,
+            ),
+        };
+        Ok(Box::new(LiveHttp {
+            spec: self.spec.clone(),
+            checked,
+            on: self.on,
+            kept: self.kept.clone(),
+        }))
+    }
+}
+
+/// `perflab http`'s trial: `kind = "http"` as the experiment's workload measures it
+/// (`perflab_workloads::http`: the same metrics, histogram and artifacts), drawn live;
+/// an interrupted load keeps what it measured (the runner marks the trial
+/// interrupted), and failed requests fail the trial, as this command always stored.
+struct LiveHttp {
+    spec: LoadSpec,
+    checked: Arc<Checked>,
+    on: bool,
+    kept: Kept,
+}
+
+impl Workload for LiveHttp {
+    fn run(&self, ctx: &TrialContext) -> Result<Measurement, WorkloadError> {
+        let pin = ctx.pin_this_thread()?;
+        let mut line = LiveLine::new(self.on);
+        let result = perflab_load::run_until(
+            &self.spec,
+            &self.checked,
+            &mut line,
+            ctx.interrupted.clone(),
+        );
+        line.clear();
+        drop(pin);
+        let outcome = match &result {
+            Ok(r) => {
+                let mut m = perflab_workloads::http::measurement(r);
+                perflab_workloads::http::add_thresholds(&mut m, &self.spec, r);
+                match r.failed() {
+                    n if n > 0 && !r.interrupted => Err(WorkloadError::Failed {
+                        message: format!("{n} requests failed"),
+                        partial: Box::new(m),
+                    }),
+                    _ => Ok(m),
+                }
+            }
+            Err(e) => Err(WorkloadError::Setup(format!("http load: {e}"))),
+        };
+        if let Ok(mut k) = self.kept.lock() {
+            *k = Some(result);
+        }
+        outcome
+    }
 }
 
 /// One line per second on stderr, rewritten in place; one line per finished step.

@@ -73,10 +73,11 @@ fn check_engine(args: &HttpArgs, spec: &LoadSpec) -> anyhow::Result<()> {
 /// Checks the agent flags: the inventory, each name in it (once), the weights.
 fn check(args: &HttpArgs) -> anyhow::Result<(Inventory, Option<Vec<f64>>)> {
     let path = args
+        .remote
         .hosts
         .clone()
         .unwrap_or_else(|| PathBuf::from("hosts.toml"));
-    if args.hosts.is_none() && !path.exists() {
+    if args.remote.hosts.is_none() && !path.exists() {
         return Err(bad(
             "--agents needs an inventory: no hosts.toml here; name one with --hosts FILE".into(),
         ));
@@ -171,7 +172,7 @@ pub fn run(g: &crate::Global, args: &HttpArgs, spec: LoadSpec) -> anyhow::Result
         let fleet = Fleet::new(
             inventory,
             Ssh {
-                accept_new_host_keys: args.accept_new_host_keys,
+                accept_new_host_keys: args.remote.accept_new_host_keys,
                 ..Default::default()
             },
             scratch.clone(),

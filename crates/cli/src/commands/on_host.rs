@@ -1,8 +1,11 @@
-//! `--on HOST,...` for `perflab doctor` and `perflab top`: the flags both take, the
-//! inventory checked before any host is contacted (every problem exits 2), and the
-//! exit status of several hosts' runs. The relay itself — perflab put on the host, the
-//! subcommand run there over ssh, its lines back as they come — is
-//! `perflab_fleet::relay`.
+//! `--on HOST` and its inventory flags, written once.
+//!
+//! [`OnHost`] is what the one-trial commands (`perflab http`, `disk`, ...) flatten in:
+//! their one trial runs on that inventory host through the worker `perflab run --on`
+//! uses, placed by crate fleet ([`placement`]: every problem exits 2 before any host is
+//! contacted). [`OnArgs`] is the relay's form for `perflab doctor` and `perflab top`
+//! (several hosts, the subcommand re-run there: `perflab_fleet::relay`), with the exit
+//! status of several hosts' runs.
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -12,6 +15,82 @@ use perflab_fleet::relay::{Ended, Relay, RelayError};
 use perflab_fleet::{Host, Ssh};
 
 use crate::exit::{InvalidInput, ERROR, INTERRUPTED};
+
+/// The flags that run a one-trial command on an inventory host instead of here.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct OnHost {
+    /// Run it on this inventory host over ssh (perflab copied there as for `run --on`,
+    /// the trial run by `perflab worker`); the run is stored here, its trial with the
+    /// parameter host = HOST (docs/fleet.md).
+    #[arg(long, value_name = "HOST")]
+    pub on: Option<String>,
+
+    /// The inventory of --on (and --agents), `[[hosts]]` tables (.toml) or an Ansible
+    /// INI file [default: hosts.toml].
+    #[arg(long, value_name = "FILE")]
+    pub hosts: Option<PathBuf>,
+
+    /// With --on (or --agents): trust a host's key seen for the first time (never a
+    /// changed one).
+    #[arg(long)]
+    pub accept_new_host_keys: bool,
+}
+
+impl OnHost {
+    /// `--hosts` and `--accept-new-host-keys` mean something only with a host to reach
+    /// (`--on`, or `other`: e.g. http's `--agents`): a usage error otherwise.
+    pub fn check(&self, other: Option<&str>) -> anyhow::Result<()> {
+        if self.on.is_some() || other.is_some() {
+            return Ok(());
+        }
+        let flag = match (&self.hosts, self.accept_new_host_keys) {
+            (Some(_), _) => "--hosts",
+            (None, true) => "--accept-new-host-keys",
+            (None, false) => return Ok(()),
+        };
+        Err(InvalidInput(format!(
+            "{flag} is for --on HOST: give the host, or drop {flag}"
+        ))
+        .into())
+    }
+
+    /// The one trial's fleet: `None` without `--on`; the inventory read and the host
+    /// checked otherwise.
+    pub fn fleet(
+        &self,
+        exp: &perflab_lab::Experiment,
+    ) -> anyhow::Result<Option<perflab_fleet::Fleet>> {
+        if self.on.is_none() {
+            return Ok(None);
+        }
+        let opts = perflab_fleet::FleetOptions {
+            hosts: self.hosts.clone(),
+            accept_new_host_keys: self.accept_new_host_keys,
+        };
+        placement(exp, &opts)
+    }
+}
+
+/// The fleet an experiment needs ([`perflab_fleet::Fleet::for_experiment`]); a
+/// placement problem is bad input (exit 2), a scratch directory that cannot be made an
+/// error (1).
+pub fn placement(
+    exp: &perflab_lab::Experiment,
+    opts: &perflab_fleet::FleetOptions,
+) -> anyhow::Result<Option<perflab_fleet::Fleet>> {
+    use perflab_fleet::PlacementError;
+    perflab_fleet::Fleet::for_experiment(exp, opts).map_err(|e| match e {
+        e @ PlacementError::Scratch { .. } => anyhow::anyhow!(e),
+        e => InvalidInput(e.to_string()).into(),
+    })
+}
+
+/// Removes a fleet's scratch directory (the binary prepared for the hosts).
+pub fn clean(fleet: Option<&perflab_fleet::Fleet>) {
+    if let Some(f) = fleet {
+        let _ = std::fs::remove_dir_all(&f.scratch);
+    }
+}
 
 /// The flags that run a command on inventory hosts instead of here.
 #[derive(Debug, Clone, clap::Args)]

@@ -80,104 +80,15 @@ pub struct RunArgs {
     accept_new_host_keys: bool,
 }
 
-/// The hosts an experiment names besides `on`: (`[section]`, host).
-fn placed(exp: &Experiment) -> Vec<(&'static str, &perflab_lab::experiment::HostRef)> {
-    [
-        (
-            "service",
-            exp.service.as_ref().and_then(|s| s.host.as_ref()),
-        ),
-        (
-            "monitor",
-            exp.monitor.as_ref().and_then(|m| m.host.as_ref()),
-        ),
-        ("workload", exp.workload_host.as_ref()),
-        (
-            "profile",
-            exp.profile.as_ref().and_then(|p| p.host.as_ref()),
-        ),
-    ]
-    .into_iter()
-    .filter_map(|(k, h)| Some((k, h?)))
-    .collect()
-}
-
-/// The factory (and opener of host sessions) of a run on hosts — `on`, a `host` in
-/// `[service]`, `[monitor]` or `[workload]`, or `[workload] agents`: the inventory (`--hosts`, `hosts.toml`
-/// beside the experiment, or its own `[[hosts]]`), each named host checked.
+/// The factory (and opener of host sessions) of a run on hosts, its placement
+/// checked by crate fleet ([`perflab_fleet::Fleet::for_experiment`]): every problem is
+/// bad input.
 fn fleet(a: &RunArgs, exp: &Experiment) -> anyhow::Result<Option<perflab_fleet::Fleet>> {
-    use perflab_fleet::{Inventory, Ssh};
-    let placed = placed(exp);
-    let agents = exp.workload.agents();
-    if exp.on.is_empty() && placed.is_empty() && agents.is_empty() {
-        return Ok(None);
-    }
-    if !agents.is_empty() && (!exp.on.is_empty() || exp.workload_host.is_some()) {
-        return Err(InvalidInput(format!(
-            "{}: [workload] agents and {} both say where the load runs: keep one (agents split one load across hosts; `on` runs every config on each host)",
-            exp.path.display(),
-            if exp.on.is_empty() { "[workload] host" } else { "`on`" }
-        ))
-        .into());
-    }
-    if !exp.on.is_empty() {
-        let here = [
-            (
-                "[service]",
-                exp.service.as_ref().is_some_and(|s| s.host.is_none()),
-            ),
-            (
-                "[monitor]",
-                exp.monitor.as_ref().is_some_and(|m| m.host.is_none()),
-            ),
-            ("[profile]", exp.profile.is_some()),
-        ];
-        if let Some((section, _)) = here.iter().find(|(_, local)| *local) {
-            return Err(InvalidInput(format!(
-                "{}: with `on`, the workload runs on each host while {section} would run here: give [service] and [monitor] a host (host = \"b\"; docs/fleet.md), drop [profile], or run without `on`",
-                exp.path.display()
-            ))
-            .into());
-        }
-    }
-    let beside = exp.path.with_file_name("hosts.toml");
-    let inventory = match &a.hosts {
-        Some(p) => Inventory::load(p).map_err(|e| InvalidInput(e.to_string()))?,
-        None if beside.is_file() => {
-            Inventory::load(&beside).map_err(|e| InvalidInput(e.to_string()))?
-        }
-        None => {
-            Inventory::from_toml(&exp.path, &exp.text).map_err(|e| InvalidInput(e.to_string()))?
-        }
+    let opts = perflab_fleet::FleetOptions {
+        hosts: a.hosts.clone(),
+        accept_new_host_keys: a.accept_new_host_keys,
     };
-    for h in &exp.on {
-        inventory.get(h).map_err(InvalidInput)?;
-    }
-    for a in &agents {
-        inventory
-            .get(a)
-            .map_err(|e| InvalidInput(format!("{}: [workload] agents: {e}", exp.path.display())))?;
-    }
-    for (section, h) in &placed {
-        inventory.get(&h.name).map_err(|e| {
-            InvalidInput(
-                h.error(format!("[{section}] host = {:?}: {e}", h.name))
-                    .to_string(),
-            )
-        })?;
-    }
-    let scratch = std::env::temp_dir().join(format!("perflab-fleet-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch)?;
-    let mut fleet = perflab_fleet::Fleet::new(
-        inventory,
-        Ssh {
-            accept_new_host_keys: a.accept_new_host_keys,
-            ..Default::default()
-        },
-        scratch,
-    );
-    fleet.workload_host = exp.workload_host.as_ref().map(|h| h.name.clone());
-    Ok(Some(fleet))
+    crate::commands::on_host::placement(exp, &opts)
 }
 
 pub fn run(g: &Global, a: &RunArgs) -> anyhow::Result<ExitCode> {
@@ -239,18 +150,38 @@ pub fn run(g: &Global, a: &RunArgs) -> anyhow::Result<ExitCode> {
         ..Default::default()
     };
     let outcome = match &fleet {
-        Some(f) => runner::run_on(&exp, &store, &opts, flag, &progress, f, Some(f)),
+        Some(f) => runner::run_on(
+            &exp,
+            &store,
+            &opts,
+            &runner::RunContext {
+                interrupted: flag,
+                observer: &progress,
+                factory: f,
+                sites: Some(f),
+            },
+        ),
         None => runner::run(&exp, &store, &opts, flag, &progress),
     };
-    if let Some(f) = &fleet {
-        let _ = std::fs::remove_dir_all(&f.scratch);
-    }
+    crate::commands::on_host::clean(fleet.as_ref());
     let outcome = outcome?;
     progress.finish();
-    let summary = summarize_run(&store, outcome.run_id, a.confidence)?;
-    let verdicts = thresholds::judge(&thresholds::of(&exp)?, &summary);
+    report(g, a, &exp, &store, &outcome)
+}
+
+/// Prints the run's summary (table or `--json`), its comparisons and thresholds, and
+/// maps its outcome to the exit status.
+fn report(
+    g: &Global,
+    a: &RunArgs,
+    exp: &Experiment,
+    store: &Store,
+    outcome: &runner::RunOutcome,
+) -> anyhow::Result<ExitCode> {
+    let summary = summarize_run(store, outcome.run_id, a.confidence)?;
+    let verdicts = thresholds::judge(&thresholds::of(exp)?, &summary);
     if a.json {
-        let mut v = crate::commands::show::json(&store, &summary)?;
+        let mut v = crate::commands::show::json(store, &summary)?;
         if !verdicts.is_empty() {
             v["thresholds"] = serde_json::to_value(&verdicts)?;
         }
@@ -265,10 +196,10 @@ pub fn run(g: &Global, a: &RunArgs) -> anyhow::Result<ExitCode> {
             g.store.display()
         );
         println!("{}", crate::format::summary_table(&summary));
-        print_comparisons(&store, outcome.run_id, &exp, a.confidence)?;
+        print_comparisons(store, outcome.run_id, exp, a.confidence)?;
         thresholds::print(&verdicts, a.confidence);
     }
-    let code = crate::exit::for_outcome(&outcome, "trials", "run");
+    let code = crate::exit::for_outcome(outcome, "trials", "run");
     // A failed threshold (3) wins over failed trials (4), not over an interrupt (130).
     let gate = verdicts.iter().any(|v| !v.verdict.passed);
     Ok(ExitCode::from(

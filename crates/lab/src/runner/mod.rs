@@ -78,6 +78,9 @@ pub struct RunOptions {
     pub kind: Option<String>,
     /// Where runs' scratch directories go (`<this>/runs/ID`); default: beside the store.
     pub scratch: Option<PathBuf>,
+    /// More fields for a new run's stored environment (a one-trial command's own,
+    /// e.g. `perflab http`'s arguments).
+    pub environment: Option<serde_json::Value>,
 }
 
 /// Runs (or resumes) an experiment with perflab's own workloads.
@@ -101,105 +104,49 @@ pub fn run_with(
     obs: &dyn Observer,
     factory: &dyn WorkloadFactory,
 ) -> Result<RunOutcome, RunError> {
-    run_on(exp, store, opts, interrupted, obs, factory, None)
+    let ctx = RunContext {
+        interrupted,
+        observer: obs,
+        factory,
+        sites: None,
+    };
+    run_on(exp, store, opts, &ctx)
 }
 
-/// [`run_with`], and `sites` opens the sessions with the hosts the experiment's
-/// `[service] host` and `[monitor] host` name (crate fleet, over ssh).
+/// What a run works with besides its experiment, store and options: the Ctrl-C flag,
+/// who watches, who builds the workloads, and who opens sessions with hosts.
+#[derive(Clone)]
+pub struct RunContext<'a> {
+    /// Set by Ctrl-C: the current trial stops, the run ends `interrupted`.
+    pub interrupted: Arc<AtomicBool>,
+    pub observer: &'a dyn Observer,
+    /// Builds each trial's workload from its spec ([`Builtin`], or the fleet's).
+    pub factory: &'a dyn WorkloadFactory,
+    /// Opens the sessions with the hosts the experiment's `[service] host`, `[monitor]
+    /// host` and `[profile] host` name (crate fleet, over ssh); `None`: no inventory.
+    pub sites: Option<&'a dyn Sites>,
+}
+
+/// [`run_with`], with the context's `sites` for the hosts the experiment places its
+/// service, monitor or profile on.
 pub fn run_on(
     exp: &Experiment,
     store: &Store,
     opts: &RunOptions,
-    interrupted: Arc<AtomicBool>,
-    obs: &dyn Observer,
-    factory: &dyn WorkloadFactory,
-    sites: Option<&dyn Sites>,
+    ctx: &RunContext<'_>,
 ) -> Result<RunOutcome, RunError> {
-    let placed = [
-        exp.service.as_ref().and_then(|s| s.host.as_ref()),
-        exp.monitor.as_ref().and_then(|m| m.host.as_ref()),
-        exp.profile.as_ref().and_then(|p| p.host.as_ref()),
-    ];
-    if let (Some(h), None) = (placed.iter().flatten().next(), sites) {
-        return Err(RunError::Refused(
-            h.error(format!(
-                "host {:?}: this run has no inventory of hosts to find it in",
-                h.name
-            ))
-            .to_string(),
-        ));
-    }
+    refuse_unplaceable(exp, ctx.sites.is_some())?;
     let _ = perflab_workloads::tree::become_subreaper();
-    let host = crate::env::host();
     let configs = plan::configs(exp);
-    let noise = if exp.noise_check && opts.resume.is_none() {
-        let cv = crate::noise::measure();
-        let limit = crate::noise::threshold();
-        if cv > limit {
-            obs.warn(&format!(
-                "this machine is noisy right now: a fixed CPU loop varied by {:.1}% (CV) between runs (> {:.0}%); widen repetitions, pin CPUs (cpus = \"1\") or stop other work",
-                cv * 100.0,
-                limit * 100.0
-            ));
-        }
-        Some(cv)
-    } else {
-        None
-    };
     let (run_id, seed, done) = match opts.resume {
-        Some(id) => {
-            let row = store.run(id)?;
-            let here = store.upsert_host(&host)?;
-            if row.host_id != here {
-                let theirs = store.host(row.host_id)?;
-                return Err(RunError::Refused(format!(
-                    "run {id} was measured on host {:?}, this is {:?}: a resumed run must stay on one machine (start a new run here)",
-                    theirs.hostname, host.hostname
-                )));
-            }
-            let seed = row.seed.unwrap_or(0);
-            // (config ordinal, repetition) pairs that need no re-run.
-            let stored = store.configs(id)?;
-            let mut done = HashSet::new();
-            for t in store.trials(id)? {
-                let keep = t.status == "ok" || (t.status == "failed" && !opts.retry_failed);
-                if let (true, Some(c)) = (keep, stored.iter().find(|c| c.id == t.config_id)) {
-                    done.insert((c.ordinal, t.repetition));
-                }
-            }
-            store.finish_run(id, RunStatus::Running)?;
-            (id, seed, done)
-        }
+        Some(id) => reopen(store, id, opts.retry_failed)?,
         None => {
-            let seed = exp.seed.unwrap_or_else(plan::fresh_seed);
-            let host_id = store.upsert_host(&host)?;
-            let tools = crate::env::tool_versions(&programs_named(exp));
-            let id = store.create_run(
-                &NewRun {
-                    name: exp.name.clone(),
-                    kind: opts.kind.clone().unwrap_or_else(|| "experiment".into()),
-                    file_path: Some(exp.path.display().to_string()),
-                    file_text: Some(exp.text.clone()),
-                    seed: Some(seed),
-                    environment: serde_json::json!({
-                        "tools": tools,
-                        "perflab": env!("CARGO_PKG_VERSION"),
-                        "order": exp.order.as_str(),
-                        "cwd": std::env::current_dir().ok(),
-                        "noise_cv": noise,
-                        // The host as it was for this run (the hosts table keeps the
-                        // newest description) and the CPUs the run was pinned to.
-                        "host": host,
-                        "cpus": exp.cpus.as_ref().map(|c| c.to_string()),
-                    }),
-                },
-                host_id,
-            )?;
-            (id, seed, HashSet::new())
+            let noise = noise(exp, ctx.observer);
+            create(exp, store, opts, noise)?
         }
     };
     if exp.order == Order::Sequential {
-        obs.warn("order = \"sequential\": all trials of one config run back to back, so machine drift (thermal, background load) can look like a difference between configs; prefer \"interleaved\" or \"random\"");
+        ctx.observer.warn("order = \"sequential\": all trials of one config run back to back, so machine drift (thermal, background load) can look like a difference between configs; prefer \"interleaved\" or \"random\"");
     }
     let run_dir = match &opts.scratch {
         Some(base) => make_run_dir(base, run_id)?,
@@ -209,17 +156,7 @@ pub fn run_on(
         .iter()
         .map(|c| store.ensure_config(run_id, c.ordinal, &c.params_map()))
         .collect::<Result<Vec<_>, _>>()?;
-    let full = plan::plan(exp, configs.len(), seed);
-    let todo: Vec<PlannedTrial> = full
-        .into_iter()
-        .filter(|t| t.warmup || !done.contains(&(configs[t.config].ordinal, t.repetition)))
-        .collect();
-    // Warm-ups only when there is recorded work left.
-    let todo: Vec<PlannedTrial> = if todo.iter().any(|t| !t.warmup) {
-        todo
-    } else {
-        Vec::new()
-    };
+    let todo = todo(exp, &configs, seed, &done);
     let port = free_port().map_err(|e| RunError::Io(format!("cannot find a free port: {e}")))?;
     let mut r = Runner {
         exp,
@@ -229,17 +166,17 @@ pub fn run_on(
         port,
         configs: &configs,
         config_ids,
-        interrupted,
-        obs,
+        interrupted: ctx.interrupted.clone(),
+        obs: ctx.observer,
         service: None,
-        sites,
+        sites: ctx.sites,
         sessions: BTreeMap::new(),
-        factory,
+        factory: ctx.factory,
         doctor: crate::doctor::TrialDoctor::live(),
         ok: 0,
         failed: 0,
     };
-    obs.started(run_id, todo.len());
+    ctx.observer.started(run_id, todo.len());
     let status = r.execute(&todo, seed);
     store.finish_run(run_id, status)?;
     let row = store.run(run_id)?;
@@ -249,6 +186,134 @@ pub fn run_on(
         trials_ok: row.trials_ok as usize,
         trials_failed: row.trials_failed as usize,
     })
+}
+
+/// A service, monitor or profile placed on a host needs an inventory to find it in.
+fn refuse_unplaceable(exp: &Experiment, have_sites: bool) -> Result<(), RunError> {
+    let placed = [
+        exp.service.as_ref().and_then(|s| s.host.as_ref()),
+        exp.monitor.as_ref().and_then(|m| m.host.as_ref()),
+        exp.profile.as_ref().and_then(|p| p.host.as_ref()),
+    ];
+    match placed.iter().flatten().next() {
+        Some(h) if !have_sites => Err(RunError::Refused(
+            h.error(format!(
+                "host {:?}: this run has no inventory of hosts to find it in",
+                h.name
+            ))
+            .to_string(),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The machine's noise before a new run (`noise_check`), with a warning when it is high.
+fn noise(exp: &Experiment, obs: &dyn Observer) -> Option<f64> {
+    if !exp.noise_check {
+        return None;
+    }
+    let cv = crate::noise::measure();
+    let limit = crate::noise::threshold();
+    if cv > limit {
+        obs.warn(&format!(
+            "this machine is noisy right now: a fixed CPU loop varied by {:.1}% (CV) between runs (> {:.0}%); widen repetitions, pin CPUs (cpus = \"1\") or stop other work",
+            cv * 100.0,
+            limit * 100.0
+        ));
+    }
+    Some(cv)
+}
+
+/// A run opened for trials: its id, its seed, and the (config ordinal, repetition)
+/// pairs that need no re-run.
+type Opened = (RunId, u64, HashSet<(u32, u32)>);
+
+/// A stored run to resume on this host: its id, seed and the (config ordinal,
+/// repetition) pairs that need no re-run.
+fn reopen(store: &Store, id: RunId, retry_failed: bool) -> Result<Opened, RunError> {
+    let host = crate::env::host();
+    let row = store.run(id)?;
+    let here = store.upsert_host(&host)?;
+    if row.host_id != here {
+        let theirs = store.host(row.host_id)?;
+        return Err(RunError::Refused(format!(
+            "run {id} was measured on host {:?}, this is {:?}: a resumed run must stay on one machine (start a new run here)",
+            theirs.hostname, host.hostname
+        )));
+    }
+    let seed = row.seed.unwrap_or(0);
+    let stored = store.configs(id)?;
+    let mut done = HashSet::new();
+    for t in store.trials(id)? {
+        let keep = t.status == "ok" || (t.status == "failed" && !retry_failed);
+        if let (true, Some(c)) = (keep, stored.iter().find(|c| c.id == t.config_id)) {
+            done.insert((c.ordinal, t.repetition));
+        }
+    }
+    store.finish_run(id, RunStatus::Running)?;
+    Ok((id, seed, done))
+}
+
+/// A new run in the store: its id, seed and nothing done yet. Its environment is the
+/// host, the tools the experiment names, the order and pinning, and the caller's own
+/// fields ([`RunOptions::environment`]).
+fn create(
+    exp: &Experiment,
+    store: &Store,
+    opts: &RunOptions,
+    noise: Option<f64>,
+) -> Result<Opened, RunError> {
+    let host = crate::env::host();
+    let seed = exp.seed.unwrap_or_else(plan::fresh_seed);
+    let host_id = store.upsert_host(&host)?;
+    let tools = crate::env::tool_versions(&programs_named(exp));
+    let mut environment = serde_json::json!({
+        "tools": tools,
+        "perflab": env!("CARGO_PKG_VERSION"),
+        "order": exp.order.as_str(),
+        "cwd": std::env::current_dir().ok(),
+        "noise_cv": noise,
+        // The host as it was for this run (the hosts table keeps the newest
+        // description) and the CPUs the run was pinned to.
+        "host": host,
+        "cpus": exp.cpus.as_ref().map(|c| c.to_string()),
+    });
+    if let (Some(all), Some(extra)) = (
+        environment.as_object_mut(),
+        opts.environment.as_ref().and_then(|e| e.as_object()),
+    ) {
+        all.extend(extra.clone());
+    }
+    let id = store.create_run(
+        &NewRun {
+            name: exp.name.clone(),
+            kind: opts.kind.clone().unwrap_or_else(|| "experiment".into()),
+            file_path: Some(exp.path.display().to_string()),
+            file_text: Some(exp.text.clone()),
+            seed: Some(seed),
+            environment,
+        },
+        host_id,
+    )?;
+    Ok((id, seed, HashSet::new()))
+}
+
+/// The trials still to run: warm-ups only when there is recorded work left.
+fn todo(
+    exp: &Experiment,
+    configs: &[Config],
+    seed: u64,
+    done: &HashSet<(u32, u32)>,
+) -> Vec<PlannedTrial> {
+    let todo: Vec<PlannedTrial> = plan::plan(exp, configs.len(), seed)
+        .into_iter()
+        .filter(|t| t.warmup || !done.contains(&(configs[t.config].ordinal, t.repetition)))
+        .collect();
+    if todo.iter().any(|t| !t.warmup) {
+        todo
+    } else {
+        Vec::new()
+    }
 }
 
 /// The scratch directory of a run, beside the store.

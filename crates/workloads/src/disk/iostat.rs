@@ -9,7 +9,7 @@
 //! delta of the weighted time in queue over the interval, `%util` the delta of the time
 //! the device was busy over the interval (capped at 100, as iostat prints it).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One line of `/proc/diskstats`, read by telemetry's parser (the one in perflab).
 pub use perflab_telemetry::disk::DiskStats;
@@ -29,7 +29,7 @@ pub fn read(device: &str) -> Option<DiskStats> {
 }
 
 /// `iostat -x` figures of one device over one interval.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Iostat {
     /// Completed reads per second.
     pub r_s: f64,

@@ -3,14 +3,14 @@
 
 use hdrhistogram::serialization::{Serializer, V2Serializer};
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::iostat::Iostat;
 use super::spec::{DiskSpec, Mode, Pattern};
 use crate::{HistogramData, MetricValue};
 
 /// Per-I/O latency percentiles, µs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct LatencyUs {
     pub p50: f64,
     pub p99: f64,
@@ -42,7 +42,8 @@ impl LatencyUs {
 
 /// The outcome of one disk run. Field order is the `--json` order; the first ten
 /// fields are the documented core (`mode` … `warnings`), the rest describe the run.
-#[derive(Debug, Clone, Serialize)]
+/// It reads back from that JSON (a trial run on another host), without its histogram.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DiskReport {
     pub mode: Mode,
     /// Block size, bytes.
@@ -85,7 +86,7 @@ pub struct DiskReport {
     /// What stopped it.
     pub problem: Option<String>,
     /// Latency histogram, ns.
-    #[serde(skip)]
+    #[serde(skip, default = "super::engine::new_histogram")]
     pub histogram: Histogram<u64>,
 }
 
