@@ -59,19 +59,15 @@ impl OneTrial {
     pub fn experiment(&self) -> Result<Experiment, RunError> {
         let table = options_table(&self.workload)?;
         let workload = match &self.workload {
-            KindSpec::Http(_) => WorkloadSpec::Http(table.clone()),
-            KindSpec::Disk(_) => WorkloadSpec::Disk(table.clone()),
-            KindSpec::Scimark(_) => WorkloadSpec::Scimark(table.clone()),
-            KindSpec::Compress(_) => WorkloadSpec::Compress(table.clone()),
-            KindSpec::Mem(_) => WorkloadSpec::Mem(table.clone()),
-            KindSpec::Crypto(_) => WorkloadSpec::Crypto(table.clone()),
-            KindSpec::Net(_) => WorkloadSpec::Net(table.clone()),
-            KindSpec::Suite(_) => WorkloadSpec::Suite(table.clone()),
             KindSpec::Command(_) => {
                 return Err(RunError::Refused(
                     "a command workload is run by `perflab run` or `perflab bench`".into(),
                 ))
             }
+            k => WorkloadSpec::Options {
+                kind: k.kind(),
+                table: table.clone(),
+            },
         };
         let mut matrix: Vec<Param> = self
             .params
@@ -133,7 +129,7 @@ impl OneTrial {
                 params.insert(p.name.clone(), vec![v].into());
             }
         }
-        workload.insert("kind".into(), self.workload.kind().into());
+        workload.insert("kind".into(), self.workload.kind().name().into());
         let mut doc = toml::Table::new();
         doc.insert("experiment".into(), experiment.into());
         if !params.is_empty() {

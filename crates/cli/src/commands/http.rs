@@ -21,7 +21,7 @@ use perflab_load::{
     Threshold, Verdict,
 };
 use perflab_store::TrialStatus;
-use perflab_workloads::spec::{KindSpec, TrialSpec, WorkloadFactory};
+use perflab_workloads::spec::{TrialSpec, WorkloadFactory};
 use perflab_workloads::{Measurement, TrialContext, Workload, WorkloadError};
 use serde_json::json;
 
@@ -404,7 +404,8 @@ pub fn run(g: &crate::Global, args: &HttpArgs) -> anyhow::Result<ExitCode> {
 /// experiment's `[workload]` table has, the parameters `perflab http` has always stored
 /// (URLs, connections, mode, rate, unix socket), the arguments in the environment.
 fn one_trial(args: &HttpArgs, spec: &LoadSpec) -> anyhow::Result<OneTrial> {
-    let workload = KindSpec::options("http", options_from_args(args))
+    let workload = perflab_workloads::spec::Kind::Http
+        .options(options_from_args(args))
         .map_err(|e| anyhow::anyhow!("the flags as a trial: {e}"))?;
     let mut params = perflab_store::Params::new();
     params.insert("urls".into(), json!(spec.urls));
