@@ -209,7 +209,7 @@ mod tests {
         d.findings
             .insert(0, Finding::new("swap", Severity::Warn, "e", "w", "f"));
         assert!(worth_keeping(&d));
-        let m = measurement(&d);
+        let m = measurement(&d, None);
         let v = |n: &str| m.metrics.iter().find(|x| x.name == n).unwrap().value;
         assert_eq!(
             (

@@ -48,10 +48,14 @@ pub fn to_json(d: &Diagnosis) -> serde_json::Value {
 
 /// The diagnosis as the `doctor.json` artifact (pretty JSON, as `--json` prints it).
 pub fn artifact(d: &Diagnosis) -> ArtifactData {
+    artifact_of(&to_json(d))
+}
+
+fn artifact_of(v: &serde_json::Value) -> ArtifactData {
     ArtifactData {
         name: ARTIFACT.into(),
         media_type: "application/json".into(),
-        content: serde_json::to_vec_pretty(&to_json(d)).unwrap_or_default(),
+        content: serde_json::to_vec_pretty(v).unwrap_or_default(),
     }
 }
 
@@ -62,8 +66,13 @@ pub fn worth_keeping(d: &Diagnosis) -> bool {
 
 /// What a doctor run stores as its trial: the counts of findings by severity
 /// (`findings_critical`, `findings_warn`, `findings_info`) and the whole diagnosis as
-/// `doctor.json`.
-pub fn measurement(d: &Diagnosis) -> Measurement {
+/// `doctor.json` — with `"host": NAME` added when `host` names the inventory host it
+/// was taken on (`perflab doctor --on NAME`).
+pub fn measurement(d: &Diagnosis, host: Option<&str>) -> Measurement {
+    let mut doc = to_json(d);
+    if let Some(h) = host {
+        doc["host"] = h.into();
+    }
     let count = |name: &str, s: Severity| MetricValue::new(name, "", d.count(s) as f64, "lower");
     Measurement {
         metrics: vec![
@@ -71,17 +80,21 @@ pub fn measurement(d: &Diagnosis) -> Measurement {
             count(METRICS[1], Severity::Warn),
             count(METRICS[2], Severity::Info),
         ],
-        artifacts: vec![artifact(d)],
+        artifacts: vec![artifact_of(&doc)],
         ..Measurement::default()
     }
 }
 
-/// The diagnosis in a doctor run's measurement (its `doctor.json`), as [`to_json`]
-/// wrote it — here or on another host.
-pub fn diagnosis_in(m: &Measurement) -> Option<Diagnosis> {
+/// The `doctor.json` of a doctor run's measurement, as stored — here or from
+/// another host.
+pub fn document_in(m: &Measurement) -> Option<serde_json::Value> {
     let a = m.artifacts.iter().find(|a| a.name == ARTIFACT)?;
-    let v: serde_json::Value = serde_json::from_slice(&a.content).ok()?;
-    diagnosis_of(&v).ok()
+    serde_json::from_slice(&a.content).ok()
+}
+
+/// The diagnosis in a doctor run's measurement (its `doctor.json`).
+pub fn diagnosis_in(m: &Measurement) -> Option<Diagnosis> {
+    diagnosis_of(&document_in(m)?).ok()
 }
 
 /// A finding as it is written in `doctor.json`.
@@ -246,6 +259,10 @@ pub struct DoctorSpec {
     /// The outgoing connections it is meant to open (the port range is checked).
     #[serde(default)]
     pub outgoing: Option<u64>,
+    /// The inventory name of the host it runs on, added to `doctor.json` as `host`
+    /// (`perflab doctor --on NAME`).
+    #[serde(default)]
+    pub host: Option<String>,
 }
 
 impl Default for DoctorSpec {
@@ -255,6 +272,7 @@ impl Default for DoctorSpec {
             pid: None,
             connections: None,
             outgoing: None,
+            host: None,
         }
     }
 }
@@ -313,7 +331,7 @@ impl Workload for DoctorSpec {
         for n in distinct_warnings(&notes) {
             eprintln!("warning: {n}");
         }
-        d.map(|d| measurement(&d))
+        d.map(|d| measurement(&d, self.host.as_deref()))
             .ok_or_else(|| WorkloadError::failed("the doctor could not observe this host"))
     }
 }
@@ -339,8 +357,12 @@ mod tests {
                 reason: "--watch 0".into(),
             }],
         };
-        let m = measurement(&d);
+        let m = measurement(&d, None);
         assert_eq!(diagnosis_in(&m), Some(d.clone()));
+        assert_eq!(document_in(&m), Some(to_json(&d)));
+        let there = measurement(&d, Some("b"));
+        assert_eq!(document_in(&there).unwrap()["host"], "b");
+        assert_eq!(diagnosis_in(&there), Some(d.clone()));
         let v = |n: &str| m.metrics.iter().find(|x| x.name == n).unwrap().value;
         assert_eq!(
             (

@@ -11,11 +11,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::Duration;
 
 use anyhow::Context;
 use comfy_table::{Cell, CellAlignment, Table};
+use perflab_lab::runner::{RunContext, Silent};
+use perflab_lab::single::OneTrial;
 use perflab_profile::{CallGraph, Mode, Profile, ProfileError, Report, ReportOptions, RoutineView};
+use perflab_store::TrialStatus;
 use perflab_store::{
     vocab::{ARTIFACT_FLAMEGRAPH, ARTIFACT_PROFILE, ARTIFACT_STACKS},
     Store,
@@ -23,9 +26,11 @@ use perflab_store::{
 use perflab_workloads::profile::{
     ProfileDocument, ProfileKind, ProfileOutput, ProfileTarget, ProfileView,
 };
+use perflab_workloads::spec::{Builtin, KindSpec, WorkloadFactory};
 use perflab_workloads::Measurement;
 use serde_json::{json, Value};
 
+use super::on_host::OnHost;
 use crate::exit::{self, InvalidInput};
 use crate::format::STYLE;
 use crate::Global;
@@ -110,6 +115,9 @@ struct RecordArgs {
     /// The command to profile, after `--`.
     #[arg(last = true, value_name = "CMD")]
     command: Vec<String>,
+
+    #[command(flatten)]
+    remote: OnHost,
 }
 
 #[derive(Debug, clap::Args)]
@@ -252,29 +260,125 @@ impl RecordArgs {
 }
 
 fn record(g: &Global, a: &RecordArgs) -> anyhow::Result<ExitCode> {
-    let spec = a.spec()?;
+    let mut spec = a.spec()?;
     let opts = a.view.options()?;
-    spec.preflight().map_err(lift)?;
+    a.remote.check(None)?;
+    match &a.remote.on {
+        // What can be checked here is, before anything is stored: perf is there, the
+        // process or command too (a bad request exits 2, a host that cannot profile 1).
+        None => spec.preflight().map_err(lift)?,
+        Some(h) => {
+            if a.view.routine.is_some() {
+                return Err(InvalidInput(format!(
+                    "--routine reads the recording, which stays on {h}: run `perflab profile \
+                     report PERF_DATA --routine NAME` there"
+                ))
+                .into());
+            }
+            // A worker's stdout carries its answers: the command's output goes to stderr.
+            if spec.command_output == ProfileOutput::Inherit {
+                spec.command_output = ProfileOutput::Stderr;
+            }
+        }
+    }
     let duration = spec.duration().map_err(lift)?;
+    let one = OneTrial {
+        kind: "profile".into(),
+        name: format!("profile {}", spec.target.describe()),
+        params: params(&spec),
+        workload: KindSpec::Profile(spec.clone()),
+        environment: json!({}),
+        on: a.remote.on.clone(),
+    };
+    let exp = one.experiment()?;
+    let fleet = a.remote.fleet(&exp)?;
     let flag = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
-    let clock = Instant::now();
+    say(g, &recording(&spec, duration, a.remote.on.as_deref()));
+    let store = open_store(g)?;
+    let shot = perflab_lab::single::run(
+        &one,
+        &exp,
+        &store,
+        &RunContext {
+            interrupted: flag.clone(),
+            observer: &Silent,
+            factory: fleet
+                .as_ref()
+                .map_or(&Builtin as &dyn WorkloadFactory, |f| f),
+            sites: fleet.as_ref().map(|f| f as &dyn perflab_lab::site::Sites),
+        },
+    );
+    crate::commands::on_host::clean(fleet.as_ref());
+    let shot = shot.context("cannot run the profile")?;
+    let interrupted = flag.load(Ordering::SeqCst);
+    let run_id = shot.outcome.run_id;
+    let (m, doc) = match shot.measurement.as_ref().and_then(|m| {
+        let doc = ProfileDocument::in_measurement(m)?;
+        Some((m, doc))
+    }) {
+        Some(found) if shot.status != TrialStatus::Failed => found,
+        _ if shot.status == TrialStatus::Interrupted => {
+            eprintln!("interrupted: nothing was recorded (run {run_id} is marked interrupted)");
+            return Ok(ExitCode::from(exit::INTERRUPTED));
+        }
+        _ => {
+            let e = shot.error.clone().unwrap_or_else(|| "no profile".into());
+            return Err(anyhow::anyhow!(e).context("cannot profile"));
+        }
+    };
+    say_recorded(g, &doc);
+    store
+        .add_run_environment(run_id, &environment(&doc))
+        .context("cannot record the run into the store")?;
+    say(g, &format!("profile: stored as run {run_id}"));
+    // Only the per-routine view reads the recording again (here: see above).
+    let profile = match (&a.view.routine, &doc.perf_data) {
+        (Some(_), Some(data)) => Some(Profile::from_perf_data(data).map_err(lift)?),
+        _ => None,
+    };
+    show(
+        g,
+        &Shown::of(&doc, m),
+        profile.as_ref(),
+        &opts,
+        &a.view,
+        Some(run_id),
+    )?;
+    // Ctrl-C is the normal end of an open-ended -a or -p recording.
+    let open_ended = duration.is_none() && !matches!(spec.target, ProfileTarget::Command(_));
+    Ok(if interrupted && !open_ended {
+        ExitCode::from(exit::INTERRUPTED)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The store, its directory made if need be.
+fn open_store(g: &Global) -> anyhow::Result<Store> {
+    if let Some(dir) = g.store.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    Store::open(&g.store).with_context(|| format!("cannot open the store {}", g.store.display()))
+}
+
+/// `profile: recording -a at 999 Hz for 2.000 s [on b]`.
+fn recording(spec: &ProfileKind, duration: Option<Duration>, on: Option<&str>) -> String {
     let until = match (&spec.target, duration) {
         (ProfileTarget::Command(_), None) => "until the command exits".to_string(),
         (_, Some(d)) => format!("for {:.3} s", d.as_secs_f64()),
         (_, None) => "until Ctrl-C".to_string(),
     };
-    say(
-        g,
-        &format!(
-            "profile: recording {} at {} Hz {until}",
-            spec.target.describe(),
-            a.frequency,
-        ),
-    );
-    let m = spec.record(|| flag.load(Ordering::SeqCst)).map_err(lift)?;
-    let interrupted = flag.load(Ordering::SeqCst);
-    let elapsed = clock.elapsed().as_secs_f64();
-    let doc = ProfileDocument::in_measurement(&m).context("the profile made no report")?;
+    let on = on.map(|h| format!(" on {h}")).unwrap_or_default();
+    format!(
+        "profile: recording {}{on} at {} Hz {until}",
+        spec.target.describe(),
+        spec.frequency,
+    )
+}
+
+/// What the recording says beside its report: where perf.data is, the event's note,
+/// the command's failure.
+fn say_recorded(g: &Global, doc: &ProfileDocument) {
     if let Some(data) = &doc.perf_data {
         say(g, &format!("profile: perf.data in {}", data.display()));
     }
@@ -284,21 +388,28 @@ fn record(g: &Global, a: &RecordArgs) -> anyhow::Result<ExitCode> {
     if let Some(code) = doc.command_status.filter(|c| *c != 0) {
         eprintln!("warning: the profiled command exited with status {code}");
     }
-    let shown = Shown::of(&doc, &m);
-    let run_id = store_profile(g, &spec, &doc, m.clone(), elapsed)?;
-    say(g, &format!("profile: stored as run {run_id}"));
-    // Only the per-routine view reads the recording again.
-    let profile = match (&a.view.routine, &doc.perf_data) {
-        (Some(_), Some(data)) => Some(Profile::from_perf_data(data).map_err(lift)?),
-        _ => None,
-    };
-    show(g, &shown, profile.as_ref(), &opts, &a.view, Some(run_id))?;
-    // Ctrl-C is the normal end of an open-ended -a or -p recording.
-    let open_ended = duration.is_none() && !matches!(spec.target, ProfileTarget::Command(_));
-    Ok(if interrupted && !open_ended {
-        ExitCode::from(exit::INTERRUPTED)
-    } else {
-        ExitCode::SUCCESS
+}
+
+/// The run's parameters: what is profiled and the event asked for.
+fn params(spec: &ProfileKind) -> perflab_store::Params {
+    let mut params = perflab_store::Params::new();
+    params.insert("target".into(), json!(spec.target.name()));
+    params.insert("event".into(), json!(spec.event));
+    params
+}
+
+/// The run's environment fields of a profile (`perflab profile report RUN` reads
+/// `perf_data`).
+fn environment(doc: &ProfileDocument) -> Value {
+    json!({
+        "perf_data": doc.perf_data,
+        "event": doc.report.event,
+        "event_note": doc.event_note,
+        "frequency": doc.frequency,
+        "call_graph": doc.call_graph,
+        "target": doc.target,
+        "command_status": doc.command_status,
+        "perf_version": doc.perf_version,
     })
 }
 
@@ -508,45 +619,6 @@ fn print_call_graph(cg: &CallGraph) {
     };
     list("callers", &cg.callers);
     list("callees", &cg.callees);
-}
-
-/// Records the measurement `perflab_workloads::profile` made as one run of kind
-/// `profile`, one config, one trial (its report as `profile.json`, the name an
-/// experiment's `[profile]` uses, so `perflab report` finds it).
-fn store_profile(
-    g: &Global,
-    spec: &ProfileKind,
-    doc: &ProfileDocument,
-    measurement: Measurement,
-    elapsed: f64,
-) -> anyhow::Result<i64> {
-    if let Some(dir) = g.store.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    let store = Store::open(&g.store)
-        .with_context(|| format!("cannot open the store {}", g.store.display()))?;
-    let mut params = perflab_store::Params::new();
-    params.insert("target".into(), json!(spec.target.name()));
-    params.insert("event".into(), json!(doc.report.event));
-    let shot = perflab_lab::record::OneShot {
-        kind: "profile",
-        name: format!("profile {}", doc.target),
-        params,
-        environment: json!({
-            "perf_data": doc.perf_data,
-            "event": doc.report.event,
-            "event_note": doc.event_note,
-            "frequency": doc.frequency,
-            "call_graph": doc.call_graph,
-            "target": doc.target,
-            "command_status": doc.command_status,
-            "perf_version": doc.perf_version,
-        }),
-        measurement,
-        duration_s: elapsed,
-        error: None,
-    };
-    Ok(perflab_lab::record::one_shot(&store, shot)?)
 }
 
 /// `perflab profile report PERF_DATA|RUN`.
