@@ -120,3 +120,55 @@ fn profile_on_b_stores_a_run_whose_trial_ran_on_b_through_the_worker() {
     assert!(stderr(&out).contains("stays on b"), "{}", stderr(&out));
     drop(hosts);
 }
+
+/// Ctrl-C while b's doctor watches: 130 here, soon, and nothing perflab started is
+/// left in b (its worker hung up with the trial).
+#[test]
+fn ctrl_c_ends_doctor_on_b_with_130_and_leaves_nothing_there() {
+    let lab = Lab::new();
+    let Some(hosts) = Hosts::new(lab.dir.path(), 2) else {
+        return;
+    };
+    lab.write("hosts.toml", &hosts.inventory_as(&["a", "b"], ""));
+    let mut child = lab
+        .process()
+        .args(["doctor", "--on", "b", "--watch", "60s"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let working = wait_until(std::time::Duration::from_secs(40), || {
+        hosts.processes(1).contains(" worker")
+    });
+    if !working {
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        panic!(
+            "no worker in b: {}{}",
+            hosts.processes(1),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let sent = std::time::Instant::now();
+    // SAFETY: signalling the perflab this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let done = wait_until(std::time::Duration::from_secs(15), || {
+        child.try_wait().ok().flatten().is_some()
+    });
+    if !done {
+        let _ = child.kill();
+        panic!("perflab did not stop within 15 s of Ctrl-C");
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(
+        sent.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        sent.elapsed()
+    );
+    let clean = wait_until(std::time::Duration::from_secs(5), || {
+        !hosts.processes(1).contains("perflab")
+    });
+    assert!(clean, "left in b: {}", hosts.processes(1));
+    drop(hosts);
+}
