@@ -10,6 +10,8 @@ use perflab_store::RunId;
 pub struct Progress {
     bar: ProgressBar,
     quiet: bool,
+    /// How the command at hand pins CPUs, for the noise warning.
+    pin: &'static str,
 }
 
 impl Progress {
@@ -29,7 +31,16 @@ impl Progress {
             )
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
-        Progress { bar, quiet }
+        Progress {
+            bar,
+            quiet,
+            pin: "cpus = \"1\" in the experiment file",
+        }
+    }
+
+    /// The noise warning names `pin` (e.g. `--cpus 1`): how this command pins CPUs.
+    pub fn pinning_with(self, pin: &'static str) -> Progress {
+        Progress { pin, ..self }
     }
 
     fn say(&self, line: &str) {
@@ -74,6 +85,10 @@ impl Observer for Progress {
                 self.say(&msg);
             }
         }
+    }
+
+    fn noisy(&self, n: &perflab_lab::noise::Noisy) {
+        self.warn(&n.message(self.pin));
     }
 
     fn warn(&self, message: &str) {

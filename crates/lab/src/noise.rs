@@ -5,6 +5,28 @@
 use std::hint::black_box;
 use std::time::Instant;
 
+/// The check found the machine noisy: the warning as data, so that whoever shows it
+/// can name the way to pin CPUs that its command has (a file's `cpus`, a flag).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Noisy {
+    /// The loop's coefficient of variation.
+    pub cv: f64,
+    /// The threshold it exceeded.
+    pub limit: f64,
+}
+
+impl Noisy {
+    /// The warning; `pin` says how to pin CPUs where it is shown (`cpus = "1"` in an
+    /// experiment file, `--cpus 1` on a command line).
+    pub fn message(&self, pin: &str) -> String {
+        format!(
+            "this machine is noisy right now: a fixed CPU loop varied by {:.1}% (CV) between runs (> {:.0}%); widen repetitions, pin CPUs ({pin}) or stop other work",
+            self.cv * 100.0,
+            self.limit * 100.0
+        )
+    }
+}
+
 /// CV above which the run is warned about.
 pub const THRESHOLD: f64 = 0.03;
 

@@ -11,16 +11,18 @@
 //! partial one of a failed trial — and [`run`] hands it back with the trial's status.
 //!
 //! The experiment is a value built here from typed parts; its stored text is those
-//! parts serialised (TOML), not a file anyone wrote.
+//! parts serialised (lab's `Draft`), not a file anyone wrote. It is not read back from
+//! that text: a one-trial run keeps its options as they are (braces included) and its
+//! parameters as the command always stored them (`urls` is a list).
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use perflab_store::{Params, RunId, Store, TrialStatus};
-use perflab_workloads::spec::{KindSpec, TrialSpec, WorkloadFactory};
+use perflab_workloads::spec::{Kind, KindSpec, TrialSpec, WorkloadFactory};
 use perflab_workloads::{Measurement, TrialContext, Workload, WorkloadError};
 
-use crate::experiment::{Experiment, Order, Param, Repetitions, WorkloadSpec};
+use crate::experiment::{Draft, Experiment, Order, Param, Repetitions, WorkloadSpec};
 use crate::runner::{self, RunContext, RunError, RunOptions, RunOutcome};
 
 /// A single-shot command's measurement, as one trial.
@@ -57,22 +59,17 @@ impl OneTrial {
     /// The experiment of this one trial: one config, one repetition, no warm-up, no
     /// noise check; with `on`, the `host` parameter (as `perflab run --on` adds it).
     pub fn experiment(&self) -> Result<Experiment, RunError> {
+        let kind = self.workload.kind();
+        if kind == Kind::Command {
+            return Err(RunError::Refused(
+                "a command workload is run by `perflab run` or `perflab bench`".into(),
+            ));
+        }
         let table = options_table(&self.workload)?;
-        let workload = match &self.workload {
-            KindSpec::Command(_) => {
-                return Err(RunError::Refused(
-                    "a command workload is run by `perflab run` or `perflab bench`".into(),
-                ))
-            }
-            k => WorkloadSpec::Options {
-                kind: k.kind(),
-                table: table.clone(),
-            },
-        };
         let mut matrix: Vec<Param> = self
             .params
             .iter()
-            .filter(|(k, _)| k.as_str() != "host")
+            .filter(|(k, v)| k.as_str() != "host" && !v.is_null())
             .map(|(k, v)| Param {
                 name: k.clone(),
                 values: vec![v.clone()],
@@ -84,12 +81,11 @@ impl OneTrial {
                 values: vec![serde_json::Value::String(h.clone())],
             });
         }
-        let path = PathBuf::from(format!("perflab-{}.toml", self.kind));
         Ok(Experiment {
             name: self.name.clone(),
             description: None,
-            text: self.text(&matrix, table)?,
-            path,
+            text: self.text(&matrix, &table)?,
+            path: PathBuf::from(format!("perflab-{}.toml", self.kind)),
             repetitions: Repetitions::Fixed(1),
             primary: Vec::new(),
             noise_check: false,
@@ -107,37 +103,42 @@ impl OneTrial {
             service: None,
             monitor: None,
             profile: None,
-            workload,
+            workload: WorkloadSpec::Options { kind, table },
             workload_host: None,
             requires: Default::default(),
         })
     }
 
-    /// The stored text of the experiment: its parts serialised.
-    fn text(&self, matrix: &[Param], mut workload: toml::Table) -> Result<String, RunError> {
-        let mut experiment = toml::Table::new();
-        experiment.insert("name".into(), self.name.clone().into());
-        experiment.insert("repetitions".into(), 1.into());
-        experiment.insert("warmup".into(), 0.into());
-        experiment.insert("noise_check".into(), false.into());
-        if let Some(h) = &self.on {
-            experiment.insert("on".into(), vec![toml::Value::from(h.clone())].into());
+    /// The stored text of the experiment: its parts serialised ([`Draft::to_toml`],
+    /// with `on` when it runs on a host). A parameter whose value is a list (`urls`)
+    /// is written as it is stored, though an experiment file's matrix takes scalars.
+    fn text(&self, matrix: &[Param], table: &toml::Table) -> Result<String, RunError> {
+        let draft = Draft {
+            repetitions: Some(Repetitions::Fixed(1)),
+            warmup: Some(0),
+            noise_check: Some(false),
+            matrix: matrix
+                .iter()
+                .filter(|p| p.name != "host")
+                .map(|p| {
+                    (
+                        p.name.clone(),
+                        p.values.iter().filter_map(toml_value).collect(),
+                    )
+                })
+                .collect(),
+            ..Draft::with_options(&self.name, self.workload.kind(), table.clone())
+        };
+        let bad = |e: String| RunError::Io(format!("cannot write the one-trial experiment: {e}"));
+        let text = draft.to_toml().map_err(|e| bad(e.to_string()))?;
+        let Some(h) = &self.on else {
+            return Ok(text);
+        };
+        let mut doc: toml::Table = toml::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        if let Some(toml::Value::Table(e)) = doc.get_mut("experiment") {
+            e.insert("on".into(), vec![toml::Value::from(h.clone())].into());
         }
-        let mut params = toml::Table::new();
-        for p in matrix.iter().filter(|p| p.name != "host") {
-            if let Some(v) = p.values.first().and_then(toml_value) {
-                params.insert(p.name.clone(), vec![v].into());
-            }
-        }
-        workload.insert("kind".into(), self.workload.kind().name().into());
-        let mut doc = toml::Table::new();
-        doc.insert("experiment".into(), experiment.into());
-        if !params.is_empty() {
-            doc.insert("matrix".into(), params.into());
-        }
-        doc.insert("workload".into(), workload.into());
-        toml::to_string(&doc)
-            .map_err(|e| RunError::Io(format!("cannot write the one-trial experiment: {e}")))
+        toml::to_string(&doc).map_err(|e| bad(e.to_string()))
     }
 }
 
@@ -309,7 +310,7 @@ mod tests {
         let back = Experiment::parse(&exp.path, &exp.text).unwrap();
         assert_eq!(back.name, exp.name);
         assert_eq!(back.matrix, exp.matrix);
-        assert_eq!(back.workload.kind(), "disk");
+        assert_eq!(back.workload.kind(), Kind::Disk);
     }
 
     #[test]
@@ -323,15 +324,15 @@ mod tests {
             kind: "http".into(),
             name: "http".into(),
             params: Params::new(),
-            workload: KindSpec::options("http", options.clone()).unwrap(),
+            workload: Kind::Http.options(options.clone()).unwrap(),
             environment: serde_json::json!({}),
             on: None,
         };
-        let WorkloadSpec::Http(table) = one.experiment().unwrap().workload else {
-            panic!("not http")
+        let WorkloadSpec::Options { table, .. } = one.experiment().unwrap().workload else {
+            panic!("not a table kind")
         };
         let vars = [("port".to_string(), "8080".to_string())].into();
-        let back = crate::workload::rendered("http", &table, &vars).unwrap();
+        let back = crate::workload::rendered(Kind::Http, &table, &vars).unwrap();
         assert_eq!(back, one.workload);
     }
 

@@ -31,6 +31,7 @@ Examples:
   perflab disk /var/tmp/f --bs 16k --size 256M --fdatasync-end
   perflab disk /var/tmp --mode randread --bs 4k --size 256M --direct --iodepth 16 --json
   perflab disk /dev/sdX --i-know-this-destroys-data /dev/sdX --direct
+  perflab disk /var/tmp --bs 1M --size 1G --direct --on b --hosts hosts.toml
 
 Sizes are powers of 1024 (16k = 16384, 1M, 1G); rates are MB/s = 10^6 bytes/s, like dd
 and fio. The timed interval covers the I/O and, with --fdatasync-end, the final

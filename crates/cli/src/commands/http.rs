@@ -1,10 +1,15 @@
 //! `perflab http URL`: one HTTP load test — closed loop, open loop at a rate, a ramp,
-//! or a knee search — on the `perflab-load` engine.
+//! or a knee search — on the `perflab-load` engine, as a one-trial run of kind `http`
+//! (`perflab_lab::single`), here or on an inventory host with `--on HOST`.
 //!
-//! This file only turns flags into a [`perflab_load::LoadSpec`], checks it (every
-//! input error exits 2 before a byte is sent), runs it with a live line on stderr when
-//! that is a terminal, prints the table (or `--json`), and maps the outcome to the exit
-//! codes: 0 ok, 1 could not run, 2 bad input, 4 completed but some requests failed.
+//! This file only turns flags into a [`perflab_load::LoadSpec`] (and the same options
+//! in the file form the trial carries), checks it (every input error exits 2 before a
+//! byte is sent), runs the trial through the runner — locally with its own workload
+//! factory, which draws the live line on stderr when that is a terminal and keeps the
+//! engine's report — prints the table (or `--json`), and maps the outcome to the exit
+//! codes: 0 ok, 1 could not run, 2 bad input, 3 a threshold failed, 4 completed but some
+//! requests failed, 130 interrupted. A distributed load (`--agents`, `--engine slurm`)
+//! is its own controller over hosts (`http_agents`).
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -21,7 +26,7 @@ use perflab_load::{
     Threshold, Verdict,
 };
 use perflab_store::TrialStatus;
-use perflab_workloads::spec::{TrialSpec, WorkloadFactory};
+use perflab_workloads::spec::{Kind, TrialSpec, WorkloadFactory};
 use perflab_workloads::{Measurement, TrialContext, Workload, WorkloadError};
 use serde_json::json;
 
@@ -35,13 +40,18 @@ Examples:
   perflab http --ramp 1000:10000:10 --step-duration 5s http://127.0.0.1:8080/
   perflab http --find-max --slo 'p99<20ms' --max-error-rate 0.1% http://127.0.0.1:8080/
   perflab http -d 30s --threshold 'p99<20ms' --threshold 'error_rate<0.1%' http://127.0.0.1:8080/
+  perflab http -c 10 -d 10s --on b http://127.0.0.1:8080/   # run on inventory host b
 
 Durations: 10s, 500ms, 1m30s. Rates: 400, 2.5k. Open-loop latency is measured from the
 intended send time (coordinated omission corrected); the uncorrected latency is shown beside.
 
+Every test is stored as a one-trial run (`perflab show`); with --on HOST it runs on that
+inventory host (the URL as seen from there) and is stored here with the parameter host.
+
 Exit codes: 0 ok, 1 could not run, 2 bad input (nothing was sent),
             3 a --threshold failed (over 4),
-            4 the run completed but some requests failed (errors or status >= 400).";
+            4 the run completed but some requests failed (errors or status >= 400),
+            130 interrupted (the report of what ran is printed and stored).";
 
 /// One HTTP load test: a closed loop of connections, an open loop at a rate, or a ramp;
 /// latency percentiles with coordinated-omission correction.
@@ -404,7 +414,7 @@ pub fn run(g: &crate::Global, args: &HttpArgs) -> anyhow::Result<ExitCode> {
 /// experiment's `[workload]` table has, the parameters `perflab http` has always stored
 /// (URLs, connections, mode, rate, unix socket), the arguments in the environment.
 fn one_trial(args: &HttpArgs, spec: &LoadSpec) -> anyhow::Result<OneTrial> {
-    let workload = perflab_workloads::spec::Kind::Http
+    let workload = Kind::Http
         .options(options_from_args(args))
         .map_err(|e| anyhow::anyhow!("the flags as a trial: {e}"))?;
     let mut params = perflab_store::Params::new();
@@ -743,6 +753,96 @@ impl Observer for LiveLine {
                 s.latency_ms.p99,
                 s.error_rate * 100.0
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        http: HttpArgs,
+    }
+
+    #[test]
+    fn the_trials_options_read_back_as_the_spec_the_flags_make() {
+        let cases: &[&[&str]] = &[
+            &["http://127.0.0.1:1/", "-n", "100"],
+            &[
+                "-c",
+                "3",
+                "-t",
+                "2",
+                "-d",
+                "1m30s",
+                "--warmup",
+                "2s",
+                "-m",
+                "POST",
+                "-H",
+                "X-A: b",
+                "--body",
+                "{\"a\": {x}}",
+                "--no-keepalive",
+                "--pipeline",
+                "4",
+                "--timeout",
+                "3s",
+                "--connect-timeout",
+                "1500ms",
+                "--io",
+                "epoll",
+                "--http1.1",
+                "--threshold",
+                "p99<20ms",
+                "--threshold",
+                "error_rate<0.1%",
+                "http://127.0.0.1:1/{port}",
+            ],
+            &[
+                "--rate",
+                "2.5k",
+                "--max-connections",
+                "40",
+                "-k",
+                "https://h:1/",
+            ],
+            &[
+                "--ramp",
+                "100:1000:3",
+                "--ramp-over",
+                "connections",
+                "--step-duration",
+                "1s",
+                "--http2",
+                "--streams",
+                "8",
+                "--h2-window",
+                "65535",
+                "http://h:1/",
+            ],
+            &[
+                "--find-max",
+                "--slo",
+                "p99<20ms",
+                "--max-error-rate",
+                "1%",
+                "--order",
+                "random",
+                "http://h:1/",
+            ],
+        ];
+        for args in cases {
+            let cli = Cli::try_parse_from(std::iter::once("http").chain(args.iter().copied()))
+                .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            let spec = spec_from_args(&cli.http).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            let back = perflab_workloads::http::HttpWorkload::checked(options_from_args(&cli.http))
+                .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            assert_eq!(back.spec, spec, "{args:?}");
         }
     }
 }

@@ -18,7 +18,7 @@ use crate::Global;
 
 /// Runs the experiment `draft`; `title` heads the table.
 pub fn run(g: &Global, draft: &Draft, json: bool, title: &str) -> anyhow::Result<ExitCode> {
-    let (store, outcome) = measure(g, draft)?;
+    let (store, outcome) = measure(g, draft, None)?;
     let summary = summarize_run(&store, outcome.run_id, 0.95)?;
     if json {
         let v = crate::commands::show::json(&store, &summary)?;
@@ -47,13 +47,21 @@ pub fn experiment(draft: &Draft) -> anyhow::Result<Experiment> {
 }
 
 /// Has the runner run the experiment `draft` into the store as a run of its kind, with
-/// progress on stderr and Ctrl-C keeping what finished.
-pub fn measure(g: &Global, draft: &Draft) -> anyhow::Result<(Store, RunOutcome)> {
+/// progress on stderr and Ctrl-C keeping what finished. `pin`: the command's flag
+/// that pins CPUs, for the noise warning (`--cpus 1`).
+pub fn measure(
+    g: &Global,
+    draft: &Draft,
+    pin: Option<&'static str>,
+) -> anyhow::Result<(Store, RunOutcome)> {
     let exp = experiment(draft)?;
     let store = Store::open(&g.store)
         .with_context(|| format!("cannot open the store {}", g.store.display()))?;
     let flag = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
-    let progress = Progress::new(g.quiet);
+    let progress = match pin {
+        Some(pin) => Progress::new(g.quiet).pinning_with(pin),
+        None => Progress::new(g.quiet),
+    };
     let opts = RunOptions {
         kind: Some(draft.kind.name().into()),
         ..Default::default()

@@ -563,6 +563,9 @@ impl Checker<'_> {
     }
 }
 
+/// The checked experiment of a file read into `raw`, its workload read by `workload`.
+/// Step by step: the matrix (and `on`'s host dimension), the `[experiment]` keys, the
+/// service, monitor and profile, the workload, then what needs several of them.
 fn build<W>(
     loc: &Locator,
     raw: RawFile<W>,
@@ -572,55 +575,9 @@ fn build<W>(
     if let Some(on) = raw.experiment.on.as_ref().filter(|on| !on.is_empty()) {
         hosts::hosts_dimension(loc, on, &mut matrix)?;
     }
-    let c = Checker {
-        loc: Locator {
-            path: loc.path,
-            text: loc.text,
-        },
-        names: matrix.iter().map(|p| p.name.clone()).collect(),
-        sample: matrix
-            .iter()
-            .map(|p| (p.name.clone(), crate::plan::value_text(&p.values[0])))
-            .chain(
-                [
-                    ("repetition", "1"),
-                    ("trial", "1"),
-                    ("run_dir", "/tmp"),
-                    ("port", "8080"),
-                    ("perflab", "perflab"),
-                    ("experiment_dir", "."),
-                    ("service_host", "127.0.0.1"),
-                ]
-                .map(|(a, b)| (a.to_string(), b.to_string())),
-            )
-            .collect(),
-    };
+    let c = checker(loc, &matrix);
     let e = raw.experiment;
-    let positive = |v: &Option<Spanned<i64>>, what: &str, default: u32, min: i64| match v {
-        None => Ok(default),
-        Some(s) if *s.get_ref() < min || *s.get_ref() > 100_000 => Err(loc.at(
-            s.span().start,
-            format!(
-                "{what} must be an integer from {min} to 100000, found {}",
-                s.get_ref()
-            ),
-        )),
-        Some(s) => Ok(*s.get_ref() as u32),
-    };
-    let order = match &e.order {
-        None => Order::Interleaved,
-        Some(o) => match o.get_ref().as_str() {
-            "interleaved" => Order::Interleaved,
-            "random" => Order::Random,
-            "sequential" => Order::Sequential,
-            other => {
-                return Err(loc.at(
-                    o.span().start,
-                    format!("unknown order {other:?}: expected \"interleaved\", \"random\" or \"sequential\""),
-                ))
-            }
-        },
-    };
+    let order = order_of(loc, &e.order)?;
     let seed = match &e.seed {
         Some(s) if *s.get_ref() < 0 => {
             return Err(loc.at(s.span().start, "seed must be a non-negative integer"))
@@ -628,18 +585,7 @@ fn build<W>(
         Some(s) => Some(*s.get_ref() as u64),
         None => None,
     };
-    let name = match &e.name {
-        Some(n) if n.get_ref().trim().is_empty() => {
-            return Err(loc.at(n.span().start, "experiment name is empty"))
-        }
-        Some(n) => n.get_ref().clone(),
-        None => loc
-            .path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "experiment".into()),
-    };
-    let opt_t = |s: &Option<SStr>| s.as_ref().map(|s| c.command(s, true)).transpose();
+    let name = name_of(loc, &e.name)?;
     let service = raw.service.map(|s| service(&c, s)).transpose()?;
     let service_host = service
         .as_ref()
@@ -666,19 +612,8 @@ fn build<W>(
         (profile_keys.0.as_ref(), profile_keys.1.as_ref()),
         workload_host.as_ref(),
     )?;
-    if let Some(primary) = &e.primary {
-        let named = workload.metric_names();
-        for p in primary {
-            let known = BUILTIN_METRICS.contains(&p.get_ref().as_str())
-                || named.iter().any(|m| m == p.get_ref());
-            if !known {
-                return Err(loc.at(
-                    p.span().start,
-                    format!("primary metric {:?} is not measured: expected one of the workload's metrics or {}", p.get_ref(), BUILTIN_METRICS.join(", ")),
-                ));
-            }
-        }
-    }
+    check_primary(loc, &e, &workload)?;
+    let opt_t = |s: &Option<SStr>| s.as_ref().map(|s| c.command(s, true)).transpose();
     Ok(Experiment {
         name,
         description: e.description.clone(),
@@ -693,7 +628,7 @@ fn build<W>(
             .collect(),
         noise_check: e.noise_check.unwrap_or(true),
         requires: e.requires.clone().unwrap_or_default(),
-        warmup: positive(&e.warmup, "warmup", 1, 0)?,
+        warmup: bounded(loc, &e.warmup, "warmup", 1, 0)?,
         order,
         seed,
         timeout: e.timeout.as_ref().map(|t| c.duration(t)).transpose()?,
@@ -710,4 +645,110 @@ fn build<W>(
         workload,
         workload_host,
     })
+}
+
+/// The checking context of a file with this matrix: the names placeholders may use
+/// and a sample value for each (the first of the matrix, a stand-in for built-ins).
+fn checker<'a>(loc: &Locator<'a>, matrix: &[Param]) -> Checker<'a> {
+    Checker {
+        loc: Locator {
+            path: loc.path,
+            text: loc.text,
+        },
+        names: matrix.iter().map(|p| p.name.clone()).collect(),
+        sample: matrix
+            .iter()
+            .map(|p| (p.name.clone(), crate::plan::value_text(&p.values[0])))
+            .chain(
+                [
+                    ("repetition", "1"),
+                    ("trial", "1"),
+                    ("run_dir", "/tmp"),
+                    ("port", "8080"),
+                    ("perflab", "perflab"),
+                    ("experiment_dir", "."),
+                    ("service_host", "127.0.0.1"),
+                ]
+                .map(|(a, b)| (a.to_string(), b.to_string())),
+            )
+            .collect(),
+    }
+}
+
+/// An integer key from `min` to 100000 (`default` when absent).
+fn bounded(
+    loc: &Locator,
+    v: &Option<Spanned<i64>>,
+    what: &str,
+    default: u32,
+    min: i64,
+) -> Result<u32, FileError> {
+    match v {
+        None => Ok(default),
+        Some(s) if *s.get_ref() < min || *s.get_ref() > 100_000 => Err(loc.at(
+            s.span().start,
+            format!(
+                "{what} must be an integer from {min} to 100000, found {}",
+                s.get_ref()
+            ),
+        )),
+        Some(s) => Ok(*s.get_ref() as u32),
+    }
+}
+
+/// `order`: interleaved (the default), random or sequential.
+fn order_of(loc: &Locator, order: &Option<SStr>) -> Result<Order, FileError> {
+    let Some(o) = order else {
+        return Ok(Order::Interleaved);
+    };
+    match o.get_ref().as_str() {
+        "interleaved" => Ok(Order::Interleaved),
+        "random" => Ok(Order::Random),
+        "sequential" => Ok(Order::Sequential),
+        other => Err(loc.at(
+            o.span().start,
+            format!(
+                "unknown order {other:?}: expected \"interleaved\", \"random\" or \"sequential\""
+            ),
+        )),
+    }
+}
+
+/// `name`, or the file's stem.
+fn name_of(loc: &Locator, name: &Option<SStr>) -> Result<String, FileError> {
+    match name {
+        Some(n) if n.get_ref().trim().is_empty() => {
+            Err(loc.at(n.span().start, "experiment name is empty"))
+        }
+        Some(n) => Ok(n.get_ref().clone()),
+        None => Ok(loc
+            .path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "experiment".into())),
+    }
+}
+
+/// Every `primary` metric must be one the workload measures.
+fn check_primary(
+    loc: &Locator,
+    e: &RawExperiment,
+    workload: &WorkloadSpec,
+) -> Result<(), FileError> {
+    let named = workload.metric_names();
+    for p in e.primary.iter().flatten() {
+        let known = BUILTIN_METRICS.contains(&p.get_ref().as_str())
+            || named.iter().any(|m| m == p.get_ref());
+        if !known {
+            return Err(loc.at(
+                p.span().start,
+                format!(
+                    "primary metric {:?} is not measured: expected one of the workload's metrics or {}",
+                    p.get_ref(),
+                    BUILTIN_METRICS.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
 }

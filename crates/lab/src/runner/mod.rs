@@ -51,6 +51,11 @@ pub trait Observer {
     fn trial_finished(&self, _index: usize, _config: &str, _error: Option<&str>) {}
     /// Something the user should know (printed above the progress bar).
     fn warn(&self, _message: &str) {}
+    /// The noise check found the machine noisy; by default, warned about in the words
+    /// of an experiment file (`cpus = "1"`).
+    fn noisy(&self, n: &crate::noise::Noisy) {
+        self.warn(&n.message("cpus = \"1\""));
+    }
 }
 
 /// An observer that says nothing.
@@ -215,11 +220,7 @@ fn noise(exp: &Experiment, obs: &dyn Observer) -> Option<f64> {
     let cv = crate::noise::measure();
     let limit = crate::noise::threshold();
     if cv > limit {
-        obs.warn(&format!(
-            "this machine is noisy right now: a fixed CPU loop varied by {:.1}% (CV) between runs (> {:.0}%); widen repetitions, pin CPUs (cpus = \"1\") or stop other work",
-            cv * 100.0,
-            limit * 100.0
-        ));
+        obs.noisy(&crate::noise::Noisy { cv, limit });
     }
     Some(cv)
 }

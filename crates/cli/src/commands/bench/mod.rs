@@ -242,7 +242,7 @@ pub fn run(g: &Global, a: &BenchArgs) -> anyhow::Result<ExitCode> {
     let store = Store::open(&g.store)
         .with_context(|| format!("cannot open the store {}", g.store.display()))?;
     let flag = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
-    let progress = Progress::new(g.quiet);
+    let progress = Progress::new(g.quiet).pinning_with("--cpus 1");
     let show = output::ShowOutput::new(&progress, &store);
     let observer: &dyn Observer = if a.show_output { &show } else { &progress };
     let outcome = runner::run(&exp, &store, &RunOptions::default(), flag, observer)?;

@@ -129,4 +129,8 @@ impl Observer for ShowOutput<'_> {
     fn warn(&self, message: &str) {
         self.inner.warn(message);
     }
+
+    fn noisy(&self, n: &perflab_lab::noise::Noisy) {
+        self.inner.noisy(n);
+    }
 }

@@ -4,8 +4,8 @@
 //! JSON document (docs/json.md) is built first; the tables are drawn from it.
 
 use comfy_table::{Cell, CellAlignment, Table};
-use perflab_analysis::compare::{against_baseline, Baseline};
-use perflab_analysis::summary::summarize_run;
+use perflab_analysis::compare::{against_baseline, Baseline, Candidate};
+use perflab_analysis::summary::{summarize_run, ConfigSummary};
 use perflab_analysis::{CompareOptions, Outcome};
 use perflab_store::{RunId, Store};
 use perflab_workloads::scimark::{Output, KERNELS};
@@ -73,48 +73,13 @@ pub fn document(
                 _ => None,
             },
         };
-        let mut kernels = Map::new();
-        let mut composite = Value::Null;
-        for (short, metric) in metric_names() {
-            let Some(m) = config.and_then(|c| c.metrics.iter().find(|m| m.name == metric)) else {
-                continue;
-            };
-            let s = &m.stats;
-            if short == "composite" {
-                composite = json!({"mflops_mean": s.mean, "ci_low": s.ci_low, "ci_high": s.ci_high, "n": s.n});
-            } else {
-                let checksum = verify
-                    .as_ref()
-                    .and_then(|o| o.kernels.get(&short))
-                    .map(|k| json!(k.checksum))
-                    .unwrap_or(Value::Null);
-                kernels.insert(
-                    short.clone(),
-                    json!({"mflops_mean": s.mean, "ci_low": s.ci_low, "ci_high": s.ci_high, "n": s.n, "checksum": checksum}),
-                );
-            }
-        }
-        let mut ratio_to_c = Map::new();
+        let (kernels, composite) = mflops(config, verify.as_ref());
         let candidate = ratios.as_ref().and_then(|r| {
             r.candidates
                 .iter()
                 .find(|c| lang_of(&c.params).as_deref() == Some(name.as_str()))
         });
-        for row in candidate.iter().flat_map(|c| &c.report.rows) {
-            let Some((short, _)) = metric_names().into_iter().find(|(_, m)| *m == row.name) else {
-                continue;
-            };
-            let v = match &row.outcome {
-                Outcome::Compared(c) => {
-                    json!({"ratio": c.ratio, "ci_low": c.ratio_ci_low, "ci_high": c.ratio_ci_high})
-                }
-                // Too few rounds for an interval: the ratio of the means alone.
-                _ => {
-                    json!({"ratio": row.candidate.mean / row.baseline.mean, "ci_low": null, "ci_high": null})
-                }
-            };
-            ratio_to_c.insert(short, v);
-        }
+        let ratio_to_c = ratio_to_c(candidate);
         let error = check.and_then(|c| c.error.clone());
         list.push(json!({
             "lang": name,
@@ -127,6 +92,53 @@ pub fn document(
         }));
     }
     Ok(json!({"schema_version": 1, "run_id": run, "languages": list}))
+}
+
+/// One language's MFLOPS per kernel (with its checksum) and its composite.
+fn mflops(config: Option<&ConfigSummary>, verify: Option<&Output>) -> (Map<String, Value>, Value) {
+    let mut kernels = Map::new();
+    let mut composite = Value::Null;
+    for (short, metric) in metric_names() {
+        let Some(m) = config.and_then(|c| c.metrics.iter().find(|m| m.name == metric)) else {
+            continue;
+        };
+        let s = &m.stats;
+        if short == "composite" {
+            composite =
+                json!({"mflops_mean": s.mean, "ci_low": s.ci_low, "ci_high": s.ci_high, "n": s.n});
+        } else {
+            let checksum = verify
+                .and_then(|o| o.kernels.get(&short))
+                .map(|k| json!(k.checksum))
+                .unwrap_or(Value::Null);
+            kernels.insert(
+                short.clone(),
+                json!({"mflops_mean": s.mean, "ci_low": s.ci_low, "ci_high": s.ci_high, "n": s.n, "checksum": checksum}),
+            );
+        }
+    }
+    (kernels, composite)
+}
+
+/// One language's ratio to C per kernel and composite, with its interval.
+fn ratio_to_c(candidate: Option<&Candidate>) -> Map<String, Value> {
+    let mut ratio_to_c = Map::new();
+    for row in candidate.iter().flat_map(|c| &c.report.rows) {
+        let Some((short, _)) = metric_names().into_iter().find(|(_, m)| *m == row.name) else {
+            continue;
+        };
+        let v = match &row.outcome {
+            Outcome::Compared(c) => {
+                json!({"ratio": c.ratio, "ci_low": c.ratio_ci_low, "ci_high": c.ratio_ci_high})
+            }
+            // Too few rounds for an interval: the ratio of the means alone.
+            _ => {
+                json!({"ratio": row.candidate.mean / row.baseline.mean, "ci_low": null, "ci_high": null})
+            }
+        };
+        ratio_to_c.insert(short, v);
+    }
+    ratio_to_c
 }
 
 /// A stored round's output (`scimark.json`): its runtime and checksums.

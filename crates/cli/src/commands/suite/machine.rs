@@ -147,7 +147,7 @@ pub fn run(g: &Global, a: &MachineArgs) -> anyhow::Result<ExitCode> {
     for (name, why) in &skipped {
         eprintln!("skipped {name}: {why}");
     }
-    let (store, outcome) = oneliner::measure(g, &draft)?;
+    let (store, outcome) = oneliner::measure(g, &draft, Some("--cpus 1"))?;
     let export = store.export_run(outcome.run_id)?;
     let rows = suite::rows(&export, 0.95);
     if a.json {
@@ -181,12 +181,28 @@ pub fn run(g: &Global, a: &MachineArgs) -> anyhow::Result<ExitCode> {
             println!("\nmemory, one thread (GB/s by block size):");
             println!("{}", curve_table(&curve));
         }
-        println!(
-            "\nCompare with another machine: `perflab export {} > this.json`, `perflab import` it there, then `perflab suite compare {} RUN`; `perflab report {}` draws it.",
-            outcome.run_id, outcome.run_id, outcome.run_id
-        );
+        println!("\n{}", closing_hint(outcome.run_id));
     }
     Ok(ExitCode::from(exit::for_outcome(&outcome, "trials", "run")))
+}
+
+/// What to do with the run next, as commands that work as printed (`RUN` stands for
+/// the other machine's run id).
+fn closing_hint(run: i64) -> String {
+    let [export, import, compare, report] = hint_commands(run);
+    format!(
+        "Compare with another machine: `{export}`, `{import}` there, then `{compare}`; `{report}` draws it."
+    )
+}
+
+/// The commands [`closing_hint`] names.
+fn hint_commands(run: i64) -> [String; 4] {
+    [
+        format!("perflab export {run} > this.json"),
+        "perflab import this.json".to_string(),
+        format!("perflab suite compare {run} RUN"),
+        format!("perflab report {run} --html suite-{run}.html"),
+    ]
 }
 
 fn row_json(r: &Row) -> serde_json::Value {
@@ -273,5 +289,18 @@ mod tests {
         assert_eq!(e.config_count(), 3);
         assert!(e.timeout.is_some());
         round_trip::check(&super::experiment(&round_trip::args(&[]), &items).unwrap());
+    }
+
+    #[test]
+    fn the_closing_hint_names_commands_that_parse() {
+        for hint in super::hint_commands(23) {
+            // The shell's redirection is the shell's; RUN is the other machine's run id.
+            let line = hint.split(" > ").next().unwrap().replace("RUN", "24");
+            let argv: Vec<&str> = line.split_whitespace().collect();
+            if let Err(e) = <crate::Cli as clap::Parser>::try_parse_from(&argv) {
+                panic!("{hint}: {e}");
+            }
+            assert!(super::closing_hint(23).contains(&hint));
+        }
     }
 }
