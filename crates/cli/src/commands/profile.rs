@@ -259,13 +259,13 @@ impl RecordArgs {
     }
 }
 
-fn record(g: &Global, a: &RecordArgs) -> anyhow::Result<ExitCode> {
+/// The spec of a recording, checked where it is to run: here, what can be checked
+/// before anything is stored (perf is there, the process or command too: a bad request
+/// exits 2, a host that cannot profile 1); on a host, what the worker's link needs.
+fn placed_spec(a: &RecordArgs) -> anyhow::Result<ProfileKind> {
     let mut spec = a.spec()?;
-    let opts = a.view.options()?;
     a.remote.check(None)?;
     match &a.remote.on {
-        // What can be checked here is, before anything is stored: perf is there, the
-        // process or command too (a bad request exits 2, a host that cannot profile 1).
         None => spec.preflight().map_err(lift)?,
         Some(h) => {
             if a.view.routine.is_some() {
@@ -281,6 +281,12 @@ fn record(g: &Global, a: &RecordArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    Ok(spec)
+}
+
+fn record(g: &Global, a: &RecordArgs) -> anyhow::Result<ExitCode> {
+    let spec = placed_spec(a)?;
+    let opts = a.view.options()?;
     let duration = spec.duration().map_err(lift)?;
     let one = OneTrial {
         kind: "profile".into(),
