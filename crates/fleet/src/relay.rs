@@ -1,11 +1,12 @@
 //! One perflab subcommand run on inventory hosts, its output relayed here as it comes:
-//! `perflab doctor --on b` and `perflab top --on b`.
+//! `perflab top --on b`, a live view. (Measurements — `perflab doctor --on b` among
+//! them — go through the one remote path of trials, `perflab worker`, instead.)
 //!
 //! The host gets perflab exactly as a remote trial does ([`crate::deploy::ensure`]),
 //! then one ssh session (batch mode, bounded, no pty: [`crate::ssh`]) runs `perflab
 //! SUBCOMMAND ARGS --stop-at-stdin-eof` there. Its stdout and stderr come back line by
 //! line, to a sink the command gives, as soon as each line is read; its exit status is
-//! the subcommand's own, so `doctor`'s 4 and 5 mean here what they mean there.
+//! the subcommand's own, so its 4 or 5 means here what it means there.
 //!
 //! Why the hidden flag: without a pty no SIGHUP reaches the remote process when the
 //! session ends, so a `perflab top` there would run on until it next failed to write.
@@ -392,7 +393,7 @@ mod tests {
         let end = r
             .run(
                 &host(fake.to_str().unwrap()),
-                &["doctor".into(), "--json".into()],
+                &["top".into(), "--json".into()],
                 &mut |s, l| {
                     seen.push((s, l.to_string()));
                     true
@@ -400,10 +401,7 @@ mod tests {
             )
             .unwrap();
         assert_eq!(end, Ended::Exited(4));
-        assert!(seen.contains(&(
-            Stream::Out,
-            "args: doctor --json --stop-at-stdin-eof".into()
-        )));
+        assert!(seen.contains(&(Stream::Out, "args: top --json --stop-at-stdin-eof".into())));
         assert!(seen.contains(&(Stream::Err, "warning: w".into())));
         assert!(!seen.iter().any(|(_, l)| l == MARK), "{seen:?}");
     }

@@ -1,16 +1,17 @@
-//! Doctor findings as stored data: the `doctor.json` artifact that `perflab doctor`
-//! records with every invocation, and the same diagnosis taken around each trial of an
-//! experiment.
+//! The doctor around each trial of an experiment: [`TrialDoctor`] takes one observation
+//! just before the workload starts and one just after it ends, polling the accept
+//! queues in between with the same watch as `perflab doctor --watch` (telemetry's), so
+//! the sampled rules — listen overflows, retransmits, softnet drops, CLOSE_WAIT held,
+//! swapping — cover exactly the measured part of the trial, and the static ones say
+//! what the host looked like while it ran. A trial keeps the diagnosis only when it
+//! found something of severity `warn` or `critical`: a clean trial stores nothing, so
+//! the artifact's presence alone says "look here".
 //!
-//! The rules are `perflab_telemetry::doctor` (pure functions over two observations).
-//! Around a trial the runner takes one observation just before the workload starts
-//! and one just after it ends ([`TrialDoctor`]), polling the accept queues in between
-//! with the same watch as `perflab doctor --watch` (telemetry's), so the sampled rules — listen
-//! overflows, retransmits, softnet drops, CLOSE_WAIT held, swapping — cover exactly the
-//! measured part of the trial, and the static ones say what the host looked like while
-//! it ran. A trial keeps the diagnosis only when it found something of severity `warn`
-//! or `critical`: a clean trial stores nothing, so the artifact's presence alone says
-//! "look here".
+//! The watching and the stored form (`doctor.json`, the `perflab doctor --json` object)
+//! are `perflab_workloads::doctor`'s, which `kind = "doctor"` (`perflab doctor`) uses
+//! too: a diagnosis becomes data in one place. This file only adds what is the
+//! runner's: fixture roots for tests, the service's pid, and telling the first
+//! unreadable input of a run once through the runner's observer.
 //!
 //! One observation reads a few dozen /proc and /sys files, one netlink socket dump and
 //! the fd directories of every process (to name the owners of listeners and CLOSE_WAIT
@@ -21,62 +22,14 @@
 //! Reading never fails: what cannot be read is absent and noted; the first such note of
 //! a run is told once through the runner's observer and the trial goes on.
 
-use std::collections::BTreeSet;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
-use std::time::Instant;
 
 use perflab_store::ArtifactData;
-use perflab_telemetry::doctor::watch::{Watch as DoctorWatch, POLL};
-use perflab_telemetry::doctor::{diagnose, Context, Diagnosis, Severity, Source};
-use perflab_telemetry::Notes;
-use perflab_workloads::{Measurement, MetricValue};
+use perflab_telemetry::doctor::watch::POLL;
+use perflab_telemetry::doctor::{Context, Source};
+use perflab_workloads::doctor::{artifact, distinct_warnings, worth_keeping, Watching};
 
 use crate::observe::Observer;
-
-/// The artifact's name, in a trial of an experiment and in a `perflab doctor` run.
-pub const ARTIFACT: &str = perflab_store::vocab::ARTIFACT_DOCTOR;
-
-/// The `perflab doctor --json` object (docs/json.md): schema version, watch in seconds
-/// (to the millisecond), findings most severe first, and what could not be checked.
-pub fn to_json(d: &Diagnosis) -> serde_json::Value {
-    serde_json::json!({
-        "schema_version": 1,
-        "watch_s": (d.watch_s * 1000.0).round() / 1000.0,
-        "findings": d.findings,
-        "not_available": d.not_available,
-    })
-}
-
-/// The diagnosis as the `doctor.json` artifact (pretty JSON, as `--json` prints it).
-pub fn artifact(d: &Diagnosis) -> ArtifactData {
-    ArtifactData {
-        name: ARTIFACT.into(),
-        media_type: "application/json".into(),
-        content: serde_json::to_vec_pretty(&to_json(d)).unwrap_or_default(),
-    }
-}
-
-/// Whether a trial keeps its diagnosis: something of severity `warn` or worse.
-pub fn worth_keeping(d: &Diagnosis) -> bool {
-    d.worst().is_some_and(|s| s >= Severity::Warn)
-}
-
-/// What a `perflab doctor` invocation stores as its one trial: the counts of findings
-/// by severity (`findings_critical`, `findings_warn`, `findings_info`) and the whole
-/// diagnosis as `doctor.json`.
-pub fn measurement(d: &Diagnosis) -> Measurement {
-    let count = |name: &str, s: Severity| MetricValue::new(name, "", d.count(s) as f64, "lower");
-    Measurement {
-        metrics: vec![
-            count("findings_critical", Severity::Critical),
-            count("findings_warn", Severity::Warn),
-            count("findings_info", Severity::Info),
-        ],
-        artifacts: vec![artifact(d)],
-        ..Measurement::default()
-    }
-}
 
 /// Takes the doctor's two observations around each trial's workload.
 pub struct TrialDoctor {
@@ -90,10 +43,8 @@ pub struct TrialDoctor {
 /// The first observation of a trial, waiting for the second (telemetry's doctor watch,
 /// which also polls the accept queues in between, as `perflab doctor --watch` does).
 pub struct Watch {
-    inner: Option<DoctorWatch>,
+    inner: Watching,
     pid: Option<i32>,
-    clock: Instant,
-    notes: Notes,
 }
 
 impl TrialDoctor {
@@ -126,50 +77,32 @@ impl TrialDoctor {
     /// has one: its file limit and open files are checked too.
     pub fn start(&mut self, pid: Option<i32>) -> Watch {
         let src = self.source(pid, false);
-        let mut notes = Notes::default();
         // A fixture has no live sockets to poll.
         let poll = self.roots.is_none().then_some(POLL);
-        let inner = guarded(&src, &mut notes, |n| DoctorWatch::start(&src, poll, n));
         Watch {
-            inner,
+            inner: Watching::start(&src, poll),
             pid,
-            clock: Instant::now(),
-            notes,
         }
     }
 
     /// The observation after the workload, and the trial's `doctor.json` when the
     /// diagnosis over the two found a warning or something critical.
     pub fn finish(&mut self, w: Watch, obs: &dyn Observer) -> Option<ArtifactData> {
-        let secs = w.clock.elapsed().as_secs_f64();
+        let secs = w.inner.elapsed().as_secs_f64();
         self.finish_after(w, secs, obs)
     }
 
     /// [`TrialDoctor::finish`] with the second observation `secs` after the first.
     fn finish_after(&mut self, w: Watch, secs: f64, obs: &dyn Observer) -> Option<ArtifactData> {
-        let Watch {
-            inner,
-            pid,
-            mut notes,
-            ..
-        } = w;
-        let src = self.source(pid, true);
-        let pair = inner.and_then(|iw| guarded(&src, &mut notes, |n| iw.finish_at(&src, secs, n)));
-        let d = match &pair {
-            Some((b, a)) => {
-                let ctx = Context { pid, ..self.ctx };
-                let d = catch_unwind(AssertUnwindSafe(|| diagnose(b, a, &ctx)));
-                if d.is_err() {
-                    notes.warnings.push("a rule failed (panicked)".into());
-                }
-                d.ok()
-            }
-            _ => None,
+        let src = self.source(w.pid, true);
+        let ctx = Context {
+            pid: w.pid,
+            ..self.ctx
         };
-        if !self.told && !notes.warnings.is_empty() {
+        let (d, notes) = w.inner.diagnose(&src, secs, &ctx);
+        let what = distinct_warnings(&notes);
+        if !self.told && !what.is_empty() {
             self.told = true;
-            let seen: BTreeSet<&String> = notes.warnings.iter().collect();
-            let what: Vec<&str> = seen.into_iter().map(String::as_str).collect();
             obs.warn(&format!(
                 "doctor: {}; the per-trial doctor findings of this run miss what needs it",
                 what.join("; ")
@@ -179,24 +112,16 @@ impl TrialDoctor {
     }
 }
 
-/// Reading `src`; a panic while reading is a note, never the trial's failure.
-fn guarded<T>(src: &Source, notes: &mut Notes, read: impl FnOnce(&mut Notes) -> T) -> Option<T> {
-    let r = catch_unwind(AssertUnwindSafe(|| read(notes)));
-    if r.is_err() {
-        notes.warnings.push(format!(
-            "reading {} failed (panicked)",
-            src.proc_root.display()
-        ));
-    }
-    r.ok()
-}
-
 #[cfg(test)]
 mod tests {
     use std::cell::RefCell;
     use std::path::Path;
 
-    use perflab_telemetry::doctor::Finding;
+    use std::time::Instant;
+
+    use perflab_telemetry::doctor::{Diagnosis, Finding, Severity};
+    use perflab_telemetry::Notes;
+    use perflab_workloads::doctor::{measurement, to_json};
 
     use super::*;
 
@@ -284,7 +209,7 @@ mod tests {
         d.findings
             .insert(0, Finding::new("swap", Severity::Warn, "e", "w", "f"));
         assert!(worth_keeping(&d));
-        let m = measurement(&d);
+        let m = measurement(&d, None);
         let v = |n: &str| m.metrics.iter().find(|x| x.name == n).unwrap().value;
         assert_eq!(
             (

@@ -372,3 +372,94 @@ fn the_trial_spec_carries_the_config_limits_and_rendered_command_as_data() {
         "the file's metric regexes travel too"
     );
 }
+
+/// Keeps the specs it is given; its workloads measure nothing.
+#[derive(Default)]
+struct Keeps(Mutex<Vec<TrialSpec>>);
+
+impl WorkloadFactory for Keeps {
+    fn build(&self, trial: &TrialSpec) -> Result<Box<dyn Workload>, WorkloadError> {
+        self.0.lock().unwrap().push(trial.clone());
+        Ok(Box::new(Nothing))
+    }
+}
+
+struct Nothing;
+
+impl Workload for Nothing {
+    fn run(&self, _: &TrialContext) -> Result<Measurement, WorkloadError> {
+        Ok(Measurement::default())
+    }
+}
+
+/// The per-trial doctor watches every trial but the doctor's own (which would store a
+/// second `doctor.json`) and a profile's (whose system-wide samples it would be in).
+#[test]
+fn the_doctor_and_profile_kinds_are_not_watched_by_the_trial_doctor() {
+    for (workload, watched) in [
+        ("kind = \"doctor\"\nwatch = \"0\"", false),
+        (
+            "kind = \"profile\"\ntarget = \"system\"\nduration = \"1s\"",
+            false,
+        ),
+        ("kind = \"mem\"\nop = \"read\"\nblock = \"4k\"", true),
+    ] {
+        let b = Bench::new();
+        let text = format!(
+            "[experiment]\nnoise_check = false\nrepetitions = 1\nwarmup = 0\n[workload]\n{workload}\n"
+        );
+        let exp = Experiment::parse(Path::new("k.toml"), &text).unwrap();
+        let opts = RunOptions {
+            scratch: Some(b.scratch.path().to_path_buf()),
+            ..Default::default()
+        };
+        let keeps = Keeps::default();
+        let flag = Arc::new(AtomicBool::new(false));
+        runner::run_with(&exp, &b.store, &opts, flag, &b.notes, &keeps).unwrap();
+        let specs = keeps.0.lock().unwrap();
+        assert_eq!(specs.len(), 1, "{workload}");
+        assert_eq!(specs[0].attachments.doctor, watched, "{workload}");
+    }
+}
+
+/// `kind = "doctor"` through the runner with perflab's own workloads: each trial stores
+/// the doctor's measurement — one `doctor.json` — and its counts by severity.
+#[test]
+fn a_doctor_trial_stores_one_diagnosis_with_its_counts() {
+    let b = Bench::new();
+    // 100 million connections fit in no file limit: nofile-limit, a warning at least.
+    let text = "[experiment]\nnoise_check = false\nrepetitions = 2\nwarmup = 0\n\
+                [workload]\nkind = \"doctor\"\nwatch = \"0\"\nconnections = 100000000\n";
+    let exp = Experiment::parse(Path::new("doctor.toml"), text).unwrap();
+    let opts = RunOptions {
+        scratch: Some(b.scratch.path().to_path_buf()),
+        ..Default::default()
+    };
+    let flag = Arc::new(AtomicBool::new(false));
+    let out = runner::run(&exp, &b.store, &opts, flag, &b.notes).unwrap();
+    assert_eq!(out.trials_ok, 2);
+    let export = b.store.export_run(out.run_id).unwrap();
+    for t in &export.trials {
+        let docs: Vec<_> = t
+            .artifacts
+            .iter()
+            .filter(|a| a.name == "doctor.json")
+            .collect();
+        assert_eq!(docs.len(), 1, "one diagnosis per trial: {:?}", t.artifacts);
+        let v: serde_json::Value = serde_json::from_slice(&docs[0].content).unwrap();
+        assert!(
+            v["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["id"] == "nofile-limit"),
+            "{v}"
+        );
+        let warn = t
+            .metrics
+            .iter()
+            .find(|m| m.name == "findings_warn")
+            .unwrap();
+        assert!(warn.value >= 1.0, "{t:?}");
+    }
+}

@@ -243,7 +243,9 @@ fn route_output(cmd: &mut Command, output: &CommandOutput) -> Result<()> {
     Ok(())
 }
 
-fn validate(spec: &ProfileSpec) -> Result<()> {
+/// Checks a request without starting anything: its options, and that the process or
+/// command it names is there (what [`Profiler::start`] checks first).
+pub fn validate(spec: &ProfileSpec) -> Result<()> {
     let max = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
         .ok()
         .and_then(|s| s.trim().parse::<u32>().ok())

@@ -21,9 +21,11 @@ use crate::compress::CompressSpec;
 use crate::cpuset::CpuSet;
 use crate::crypto::CryptoSpec;
 use crate::disk::DiskSpec;
+use crate::doctor::DoctorSpec;
 use crate::http::HttpWorkload;
 use crate::mem::MemSpec;
 use crate::net::NetSpec;
+use crate::profile::ProfileKind;
 use crate::scimark::ScimarkSpec;
 use crate::suite::SuiteSpec;
 use crate::{Workload, WorkloadError};
@@ -43,6 +45,10 @@ pub enum Kind {
     Crypto,
     Net,
     Suite,
+    /// `perflab doctor`: the doctor's checks, the host's configuration and counters.
+    Doctor,
+    /// `perflab profile`: a sampling profile with perf.
+    Profile,
 }
 
 /// An unknown kind name; its message lists the known ones.
@@ -67,6 +73,8 @@ impl Kind {
         Kind::Crypto,
         Kind::Net,
         Kind::Suite,
+        Kind::Doctor,
+        Kind::Profile,
     ];
 
     /// The name written in files: `command`, `http`, ...
@@ -81,6 +89,8 @@ impl Kind {
             Kind::Crypto => "crypto",
             Kind::Net => "net",
             Kind::Suite => "suite",
+            Kind::Doctor => "doctor",
+            Kind::Profile => "profile",
         }
     }
 
@@ -133,6 +143,10 @@ impl Kind {
             Kind::Crypto => KindSpec::Crypto(read(options, CryptoSpec::validate)?),
             Kind::Net => KindSpec::Net(read(options, NetSpec::validate)?),
             Kind::Suite => KindSpec::Suite(read(options, SuiteSpec::validate)?),
+            Kind::Doctor => KindSpec::Doctor(read(options, DoctorSpec::validate)?),
+            Kind::Profile => KindSpec::Profile(read(options, |s: &ProfileKind| {
+                s.validate().map_err(|e| e.to_string())
+            })?),
         })
     }
 
@@ -162,6 +176,9 @@ impl Kind {
             Kind::Crypto => &["ops_s"],
             Kind::Net => &["mb_s", "transactions_s"],
             Kind::Suite => &["score"],
+            Kind::Doctor => crate::doctor::METRICS,
+            // A profile's metrics are its top functions, `fn:NAME`: named by the run.
+            Kind::Profile => &[],
         };
         let mut out: Vec<String> = fixed.iter().map(|s| s.to_string()).collect();
         if self == Kind::Command {
@@ -177,8 +194,17 @@ impl Kind {
             Kind::Command => &[],
             // The suite's compilers, JVM and peer server are host facts of its run.
             Kind::Suite => &["perflab", "cc", "gcc", "java", "nginx"],
+            Kind::Profile => &["perflab", "perf"],
             _ => &["perflab"],
         }
+    }
+
+    /// Whether the per-trial doctor watches a trial of this kind. Not `doctor`: it is
+    /// the doctor (a second watch would store a second `doctor.json`). Not `profile`:
+    /// the watch's accept-queue poller and fd scans would be sampled into a
+    /// system-wide profile.
+    pub fn watched_by_doctor(self) -> bool {
+        !matches!(self, Kind::Doctor | Kind::Profile)
     }
 
     /// Whether its configs are unlike items (the suite's), compared machine with
@@ -238,6 +264,8 @@ pub enum KindSpec {
     Crypto(CryptoSpec),
     Net(NetSpec),
     Suite(SuiteSpec),
+    Doctor(DoctorSpec),
+    Profile(ProfileKind),
 }
 
 impl KindSpec {
@@ -253,6 +281,8 @@ impl KindSpec {
             KindSpec::Crypto(_) => Kind::Crypto,
             KindSpec::Net(_) => Kind::Net,
             KindSpec::Suite(_) => Kind::Suite,
+            KindSpec::Doctor(_) => Kind::Doctor,
+            KindSpec::Profile(_) => Kind::Profile,
         }
     }
 
@@ -270,6 +300,8 @@ impl KindSpec {
             KindSpec::Crypto(s) => Box::new(s.clone()),
             KindSpec::Net(s) => Box::new(s.clone()),
             KindSpec::Suite(s) => Box::new(s.clone()),
+            KindSpec::Doctor(s) => Box::new(s.clone()),
+            KindSpec::Profile(s) => Box::new(s.clone()),
         })
     }
 }

@@ -2,32 +2,40 @@
 //! with the numbers seen, why it matters and the exact fix.
 //!
 //! The rules live in `perflab_telemetry::doctor` (pure functions over two
-//! observations, tested on fixtures); this file only parses flags, takes the two
-//! observations `--watch` apart — polling the listeners' accept queues in between, so a
-//! queue that filled during the watch is seen — prints, and maps the worst severity to
-//! the exit status. Every invocation is then recorded into the store as a one-trial run
-//! (`perflab_lab::doctor` builds it), after the findings are printed, so a host whose
-//! store cannot be written still gets them.
+//! observations, tested on fixtures); the watch and the measurement — the two
+//! observations `--watch` apart, the accept queues polled in between, the diagnosis as
+//! `doctor.json` and counts — are `kind = "doctor"` (`perflab_workloads::doctor`). This
+//! file only turns flags into that spec, prints, and maps the worst severity to the
+//! exit status. Every invocation is a one-trial run of that kind through the runner
+//! (`perflab_lab::single`), recorded as any trial is; a store that cannot be opened
+//! costs a warning — the doctor then runs without it, so the host still gets its
+//! findings.
 //!
-//! `--on HOST,...` runs this same doctor on inventory hosts instead and prints their
-//! reports here (`perflab_fleet::relay` does the running; `super::on_host` the flags).
+//! `--on HOST,...` runs the same one trial on inventory hosts, one after another,
+//! through `perflab worker` there — the path every trial on a host takes
+//! (`perflab_lab::single`, `super::on_host` for the flags) — and prints their reports
+//! here.
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use perflab_fleet::relay::{with_host, Ended, Stream};
-use perflab_telemetry::doctor::{
-    self, diagnose, parse_watch, Context, Diagnosis, Finding, Severity, Source,
-};
-use perflab_telemetry::Notes;
-use perflab_workloads::{Measurement, MetricValue};
+use perflab_fleet::Fleet;
+use perflab_lab::observe::Silent;
+use perflab_lab::runner::RunContext;
+use perflab_lab::single::{OneTrial, Shot};
+use perflab_store::{Store, TrialStatus};
+use perflab_telemetry::doctor::{self, parse_watch, Diagnosis, Finding, Severity};
+use perflab_workloads::doctor::{self as doctor_kind, DoctorSpec};
+use perflab_workloads::spec::{Builtin, KindSpec, WorkloadFactory};
+use perflab_workloads::{TrialContext, Workload, WorkloadError};
 use serde_json::json;
 
-use super::on_host::{self, OnArgs};
-use crate::exit::{InvalidInput, CRITICAL, FAILURES, INTERRUPTED};
+use super::on_host::{self, OnHost};
+use crate::exit::{InvalidInput, CRITICAL, ERROR, FAILURES, INTERRUPTED};
 
 const DOCTOR_HELP: &str = "\
 Examples:
@@ -54,14 +62,15 @@ Naming the owner of other users' sockets needs root.
   findings are sorted most severe first.
 
 On other hosts: `perflab doctor --on b` (or --on a,b; --hosts FILE, default hosts.toml)
-runs this doctor on each inventory host over ssh — perflab copied there as for
-`perflab run --on` — and prints each host's report here, headed by `host NAME (ADDRESS)`;
---json prints the host's object with \"host\": NAME added (an array for several hosts;
-a host that could not run it is {\"host\", \"error\"}). --pid is a pid on that host.
-The exit status is the host's (of several: 130, then 1, 2, 5, 4, 0, the first that
-any host had). A host that is not in the inventory exits 2; one that cannot be
-reached or has no usable perflab exits 1, naming it and why. Each host's diagnosis is
-recorded here, in this store, with the parameter host = NAME.
+runs this doctor on each inventory host in turn over ssh — perflab copied there and the
+trial run by `perflab worker`, as for `perflab run --on` — and prints each host's
+report here, headed by `host NAME (ADDRESS)`; --json prints the host's object with
+\"host\": NAME added (an array for several hosts; a host that could not run it is
+{\"host\", \"error\"}). --pid is a pid on that host. The exit status is the host's (of
+several: 130, then 1, 2, 5, 4, 0, the first that any host had). A host that is not in
+the inventory exits 2; one that cannot be reached or has no usable perflab exits 1,
+naming it and why. Each host's diagnosis is recorded here, in this store, as a run of
+its own whose trial has the parameter host = NAME.
 
 Every invocation is recorded in the store (--store, PERFLAB_STORE) as a one-trial run
 of kind \"doctor\": metrics findings_critical, findings_warn, findings_info and the
@@ -98,23 +107,24 @@ pub struct DoctorArgs {
     #[arg(long)]
     pub json: bool,
 
+    /// `--on HOST[,HOST...]`: the doctor runs on these inventory hosts instead.
     #[command(flatten)]
-    pub on: OnArgs,
-
-    /// (With --on, on the host: the diagnosis goes back to the controller, which
-    /// records it, as one `perflab-doctor-json:` line on stderr; nothing recorded here.)
-    #[arg(long = "to-controller", hide = true, conflicts_with = "on")]
-    pub to_controller: bool,
+    pub remote: OnHost,
 }
-
-/// The line prefix a host's doctor sends its diagnosis back with (`--to-controller`).
-const TO_CONTROLLER: &str = "perflab-doctor-json: ";
 
 pub fn run(g: &crate::Global, a: &DoctorArgs) -> anyhow::Result<ExitCode> {
     let watch = parse_watch(&a.watch).map_err(|e| InvalidInput(format!("--watch: {e}")))?;
-    if !a.on.on.is_empty() {
-        return run_on(g, a, watch);
+    a.remote.check(None)?;
+    match &a.remote.on {
+        None => here(g, a, watch),
+        Some(list) => on_hosts(g, a, watch, list),
     }
+}
+
+/// `perflab doctor` on this host: one trial of `kind = "doctor"` through the runner,
+/// its diagnosis printed, recorded as run N. A store that cannot be opened costs only a
+/// warning: the doctor then runs without it and the findings are printed all the same.
+fn here(g: &crate::Global, a: &DoctorArgs, watch: Duration) -> anyhow::Result<ExitCode> {
     if let Some(pid) = a.pid {
         if pid <= 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
             return Err(InvalidInput(format!("--pid {pid}: no such process")).into());
@@ -122,158 +132,275 @@ pub fn run(g: &crate::Global, a: &DoctorArgs) -> anyhow::Result<ExitCode> {
     }
     std::fs::metadata("/proc/stat").context("cannot read /proc/stat: is /proc mounted?")?;
     let stop = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
-    a.on.watch_stdin(&stop);
-    let ctx = Context {
-        pid: a.pid,
-        connections: a.connections,
-        outgoing: a.outgoing,
-        ..Context::live()
-    };
-    let src = Source::live(a.pid);
-    let mut notes = Notes::default();
-    // The same watch as the per-trial doctor's: accept queues polled in between.
-    let poll = (!watch.is_zero()).then_some(doctor::watch::POLL);
-    let w = doctor::watch::Watch::start(&src, poll, &mut notes);
     if !watch.is_zero() && !g.quiet && std::io::stderr().is_terminal() {
         eprintln!(
             "watching the counters for {} (Ctrl-C stops)…",
             humanize(watch)
         );
     }
-    while w.elapsed() < watch {
-        if stop.load(Ordering::SeqCst) {
-            return Ok(ExitCode::from(INTERRUPTED));
+    let spec = a.spec(None);
+    let store = match Store::open(&g.store) {
+        Ok(store) => store,
+        Err(e) => {
+            let e = anyhow::Error::from(e)
+                .context(format!("cannot open the store {}", g.store.display()));
+            return unrecorded(a, &spec, stop, &e);
         }
-        std::thread::sleep(Duration::from_millis(50).min(watch.saturating_sub(w.elapsed())));
-    }
-    let (before, after) = if watch.is_zero() {
-        let (before, _) = w.finish_at(&src, 0.0, &mut notes);
-        (before.clone(), before)
-    } else {
-        w.finish(&src, &mut notes)
     };
+    let one = a.one_trial(&spec, None);
+    let exp = one.experiment()?;
+    let shot = perflab_lab::single::run(&one, &exp, &store, &run_context(stop, None))
+        .context("cannot run the doctor")?;
+    let m = match (shot.status, shot.measurement) {
+        (TrialStatus::Interrupted, _) => return Ok(ExitCode::from(INTERRUPTED)),
+        (TrialStatus::Ok, Some(m)) => m,
+        (_, _) => {
+            let e = shot.error.unwrap_or_else(|| "no diagnosis".into());
+            return Err(anyhow::anyhow!(e).context("the doctor could not run"));
+        }
+    };
+    let d = doctor_kind::diagnosis_in(&m).context("the doctor made no diagnosis")?;
+    print(a, &d)?;
     if !g.quiet {
-        let mut seen = std::collections::BTreeSet::new();
-        for w in &notes.warnings {
-            if seen.insert(w) {
-                eprintln!("warning: {w}");
+        eprintln!(
+            "recorded as run {} in {}",
+            shot.outcome.run_id,
+            g.store.display()
+        );
+    }
+    Ok(ExitCode::from(exit_code(&d)))
+}
+
+/// The doctor without a store: run, printed, nothing recorded (a warning says so).
+fn unrecorded(
+    a: &DoctorArgs,
+    spec: &DoctorSpec,
+    stop: Arc<AtomicBool>,
+    why: &anyhow::Error,
+) -> anyhow::Result<ExitCode> {
+    let ctx = TrialContext {
+        cpus: None,
+        timeout: None,
+        interrupted: stop,
+        run_dir: std::env::temp_dir(),
+    };
+    let m = match spec.run(&ctx) {
+        Ok(m) => m,
+        Err(WorkloadError::Interrupted) => return Ok(ExitCode::from(INTERRUPTED)),
+        Err(e) => return Err(e.into()),
+    };
+    let d = doctor_kind::diagnosis_in(&m).context("the doctor made no diagnosis")?;
+    print(a, &d)?;
+    eprintln!(
+        "warning: nothing was recorded: {}",
+        crate::exit::describe(why)
+    );
+    eprintln!("hint: --store PATH or PERFLAB_STORE names a store this user can write");
+    Ok(ExitCode::from(exit_code(&d)))
+}
+
+/// The runner's context for a doctor trial, here or through `fleet`.
+fn run_context(stop: Arc<AtomicBool>, fleet: Option<&Fleet>) -> RunContext<'_> {
+    RunContext {
+        interrupted: stop,
+        observer: &Silent,
+        factory: fleet.map_or(&Builtin as &dyn WorkloadFactory, |f| f),
+        sites: fleet.map(|f| f as &dyn perflab_lab::site::Sites),
+    }
+}
+
+impl DoctorArgs {
+    /// The doctor's workload spec: the flags as `kind = "doctor"` options, on `host`.
+    fn spec(&self, host: Option<&str>) -> DoctorSpec {
+        DoctorSpec {
+            watch: self.watch.clone(),
+            pid: self.pid,
+            connections: self.connections,
+            outgoing: self.outgoing,
+            host: host.map(str::to_string),
+        }
+    }
+
+    /// The one trial of an invocation (on `host`): the flags as the config's
+    /// parameters and in the run's name, the arguments in its environment (see
+    /// docs/doctor.md#recorded-runs).
+    fn one_trial(&self, spec: &DoctorSpec, host: Option<&str>) -> OneTrial {
+        let mut params = perflab_store::Params::new();
+        params.insert("watch".into(), json!(self.watch));
+        let mut name = format!("doctor --watch {}", self.watch);
+        if let Some(h) = host {
+            name.push_str(&format!(" --on {h}"));
+        }
+        for (flag, v) in [
+            ("pid", self.pid.map(i64::from)),
+            ("connections", self.connections.map(|n| n as i64)),
+            ("outgoing", self.outgoing.map(|n| n as i64)),
+        ] {
+            if let Some(v) = v {
+                params.insert(flag.into(), json!(v));
+                name.push_str(&format!(" --{flag} {v}"));
             }
         }
-    }
-    let d = diagnose(&before, &after, &ctx);
-    let mut out = std::io::stdout().lock();
-    if a.json {
-        let v = perflab_lab::doctor::to_json(&d);
-        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
-    } else {
-        let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-        write!(out, "{}", report(&d, colour))?;
-    }
-    out.flush()?;
-    drop(out);
-    if a.to_controller {
-        let v = perflab_lab::doctor::to_json(&d);
-        eprintln!("{TO_CONTROLLER}{}", serde_json::to_string(&v)?);
-    } else {
-        record(g, a, perflab_lab::doctor::measurement(&d), d.watch_s, None);
-    }
-    Ok(ExitCode::from(match d.worst() {
-        Some(Severity::Critical) => CRITICAL,
-        Some(Severity::Warn) => FAILURES,
-        _ => 0,
-    }))
-}
-
-/// Records a diagnosis (of this machine, or of `host`); a store that cannot be written
-/// (read-only, full) costs only a warning — the findings are out already.
-fn record(g: &crate::Global, a: &DoctorArgs, m: Measurement, watch_s: f64, host: Option<&str>) {
-    match record_into_store(g, a, m, watch_s, host) {
-        Ok(id) if !g.quiet => eprintln!("recorded as run {id} in {}", g.store.display()),
-        Ok(_) => {}
-        Err(e) => {
-            eprintln!(
-                "warning: nothing was recorded: {}",
-                crate::exit::describe(&e)
-            );
-            eprintln!("hint: --store PATH or PERFLAB_STORE names a store this user can write");
+        OneTrial {
+            kind: "doctor".into(),
+            name,
+            workload: KindSpec::Doctor(spec.clone()),
+            params,
+            environment: json!({ "args": std::env::args().skip(1).collect::<Vec<_>>() }),
+            on: host.map(str::to_string),
         }
     }
 }
 
-/// `perflab doctor --on HOST,...`: the same doctor run on each host at once (its flags
-/// forwarded; a `--pid` is a pid there), each host's report printed here in the order
-/// of `--on`, headed by the host's name and address — `--json`: the host's object with
-/// `"host"` added, an array for several hosts. Each host sends its diagnosis back
-/// (`--to-controller`) and it is recorded here, in this store, as a doctor run with
-/// the `host` parameter. The exit status is the host's own (the weightiest of several:
-/// [`on_host::exit_status`]).
-fn run_on(g: &crate::Global, a: &DoctorArgs, watch: Duration) -> anyhow::Result<ExitCode> {
+/// One host of `--on`: its one trial, the experiment of it and the fleet it runs
+/// through.
+struct OnOne {
+    name: String,
+    address: String,
+    one: OneTrial,
+    exp: perflab_lab::Experiment,
+    fleet: Option<Fleet>,
+}
+
+/// What came of one host's trial: its `doctor.json` (with `host`), else why not.
+enum Came {
+    Diagnosis(Box<Diagnosis>, serde_json::Value),
+    Failed(String),
+    Interrupted,
+}
+
+/// `perflab doctor --on HOST,...`: the doctor as a one-trial run on each host in turn,
+/// through `perflab worker` there (the path `perflab run --on` takes; a `--pid` is a
+/// pid there). Every host is placed before any is contacted (a host not in the
+/// inventory exits 2). Each host's report is printed here in the order of `--on`,
+/// headed by its name and address — `--json`: its `doctor.json`, which names the host,
+/// an array for several hosts, `{"host", "error"}` for a host where it could not run —
+/// and each is recorded here as a run of its own whose trial has the parameter
+/// `host`. The exit status is the host's own (the weightiest of several:
+/// [`on_host::weightiest`]).
+fn on_hosts(
+    g: &crate::Global,
+    a: &DoctorArgs,
+    watch: Duration,
+    list: &str,
+) -> anyhow::Result<ExitCode> {
     if let Some(pid) = a.pid.filter(|p| *p <= 0) {
         return Err(InvalidInput(format!("--pid {pid}: no such process")).into());
     }
+    let hosts = placed(a, list)?;
     let stop = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
-    let (relay, hosts) = a.on.relay(stop)?;
-    let mut args: Vec<String> = vec!["doctor".into(), "--watch".into(), a.watch.clone()];
-    for (flag, v) in [
-        ("--pid", a.pid.map(|p| p.to_string())),
-        ("--connections", a.connections.map(|n| n.to_string())),
-        ("--outgoing", a.outgoing.map(|n| n.to_string())),
-    ] {
-        if let Some(v) = v {
-            args.extend([flag.to_string(), v]);
-        }
-    }
-    if a.json {
-        args.push("--json".into());
-    }
-    if g.quiet {
-        args.push("--quiet".into());
-    }
-    args.push("--to-controller".into());
     if !watch.is_zero() && !g.quiet && std::io::stderr().is_terminal() {
         eprintln!(
-            "watching the counters on {} for {} (Ctrl-C stops)…",
-            a.on.on.join(", "),
+            "watching the counters on {list} for {} (Ctrl-C stops)…",
             humanize(watch)
         );
     }
-    let mut outs = vec![String::new(); hosts.len()];
-    let mut diagnoses: Vec<Option<serde_json::Value>> = vec![None; hosts.len()];
-    let results = relay.run_all(&hosts, &args, |i, stream, line| {
-        match stream {
-            Stream::Out => {
-                outs[i].push_str(line);
-                outs[i].push('\n');
-            }
-            Stream::Err => match line.strip_prefix(TO_CONTROLLER) {
-                Some(doc) => diagnoses[i] = serde_json::from_str(doc).ok(),
-                None => on_host::relay_stderr(&hosts[i].name, line, g.quiet),
-            },
+    let store = Store::open(&g.store)
+        .with_context(|| format!("cannot open the store {}", g.store.display()))?;
+    let mut came = Vec::new();
+    for h in &hosts {
+        if stop.load(Ordering::SeqCst) {
+            came.push(Came::Interrupted);
+            continue;
         }
-        true
+        let shot = perflab_lab::single::run(
+            &h.one,
+            &h.exp,
+            &store,
+            &run_context(stop.clone(), h.fleet.as_ref()),
+        );
+        on_host::clean(h.fleet.as_ref());
+        let shot = shot.with_context(|| format!("cannot run the doctor on {}", h.name))?;
+        if !g.quiet {
+            eprintln!(
+                "recorded as run {} in {} (host {})",
+                shot.outcome.run_id,
+                g.store.display(),
+                h.name
+            );
+        }
+        came.push(came_of(shot));
+    }
+    show_hosts(a, &hosts, &came)
+}
+
+/// The hosts of `--on a,b`, each placed: its one trial's experiment and fleet.
+fn placed(a: &DoctorArgs, list: &str) -> anyhow::Result<Vec<OnOne>> {
+    let names: Vec<&str> = list.split(',').map(str::trim).collect();
+    let mut hosts = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        if name.is_empty() {
+            return Err(InvalidInput("--on: an empty host name".into()).into());
+        }
+        if names[..i].contains(name) {
+            return Err(InvalidInput(format!("--on: {name} is named twice")).into());
+        }
+        let one = a.one_trial(&a.spec(Some(name)), Some(name));
+        let exp = one.experiment()?;
+        let remote = OnHost {
+            on: Some(name.to_string()),
+            ..a.remote.clone()
+        };
+        let fleet = remote
+            .fleet(&exp)
+            .map_err(|e| match e.downcast::<InvalidInput>() {
+                Ok(InvalidInput(m)) => InvalidInput(format!("--on {name}: {m}")).into(),
+                Err(e) => e,
+            })?;
+        let address = fleet
+            .as_ref()
+            .and_then(|f| f.inventory.get(name).ok())
+            .map_or_else(|| name.to_string(), |h| h.address().to_string());
+        hosts.push(OnOne {
+            name: name.to_string(),
+            address,
+            one,
+            exp,
+            fleet,
+        });
+    }
+    Ok(hosts)
+}
+
+fn came_of(shot: Shot) -> Came {
+    let found = shot.measurement.as_ref().and_then(|m| {
+        let d = doctor_kind::diagnosis_in(m)?;
+        Some((d, doctor_kind::document_in(m)?))
     });
-    for (h, d) in hosts.iter().zip(&mut diagnoses) {
-        if let Some(d) = d {
-            d["host"] = json!(h.name);
-            let watch_s = d["watch_s"].as_f64().unwrap_or(watch.as_secs_f64());
-            record(g, a, measurement_of(d), watch_s, Some(&h.name));
+    match (shot.status, found) {
+        (TrialStatus::Interrupted, _) => Came::Interrupted,
+        (TrialStatus::Ok, Some((d, doc))) => Came::Diagnosis(Box::new(d), doc),
+        (_, _) => Came::Failed(shot.error.unwrap_or_else(|| "no diagnosis".into())),
+    }
+}
+
+/// Prints each host's report (or `--json` object) and error, and the exit status.
+fn show_hosts(a: &DoctorArgs, hosts: &[OnOne], came: &[Came]) -> anyhow::Result<ExitCode> {
+    let mut codes = Vec::new();
+    let mut all = Vec::new();
+    let mut text = Vec::new();
+    for (h, c) in hosts.iter().zip(came) {
+        match c {
+            Came::Diagnosis(d, doc) => {
+                codes.push(exit_code(d));
+                all.push(doc.clone());
+                text.push(format!(
+                    "host {} ({})\n{}",
+                    h.name,
+                    h.address,
+                    report(d, colour())
+                ));
+            }
+            Came::Failed(e) => {
+                eprintln!("error: {e}");
+                codes.push(ERROR);
+                all.push(json!({"host": h.name, "error": e}));
+            }
+            Came::Interrupted => codes.push(INTERRUPTED),
         }
     }
-    let _ = std::fs::remove_dir_all(&relay.scratch);
     let mut out = std::io::stdout().lock();
     if a.json {
-        let mut all = Vec::new();
-        for ((h, text), r) in hosts.iter().zip(&outs).zip(&results) {
-            let v = match (with_host(text, &h.name), r) {
-                (Some(v), _) => v,
-                (None, Err(e)) => json!({"host": h.name, "error": e.message}),
-                (None, Ok(Ended::Exited(c))) => {
-                    json!({"host": h.name, "error": format!("exit {c} without a report")})
-                }
-                (None, Ok(_)) => continue,
-            };
-            all.push(v);
-        }
         let v = if hosts.len() == 1 {
             all.pop()
         } else {
@@ -283,89 +410,36 @@ fn run_on(g: &crate::Global, a: &DoctorArgs, watch: Duration) -> anyhow::Result<
             writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
         }
     } else {
-        let mut first = true;
-        for (h, text) in hosts.iter().zip(&outs).filter(|(_, t)| !t.is_empty()) {
-            if !first {
-                writeln!(out)?;
-            }
-            first = false;
-            write!(out, "host {} ({})\n{text}", h.name, h.address())?;
-        }
+        write!(out, "{}", text.join("\n"))?;
     }
     out.flush()?;
-    drop(out);
-    Ok(ExitCode::from(on_host::exit_status(&results)))
+    Ok(ExitCode::from(on_host::weightiest(&codes)))
 }
 
-/// Records the invocation into the results store as a one-trial run of kind `doctor`:
-/// the flags as the config, `findings_critical`/`_warn`/`_info` as metrics and the
-/// `--json` object as the `doctor.json` artifact (see docs/doctor.md#recorded-runs).
-fn record_into_store(
-    g: &crate::Global,
-    a: &DoctorArgs,
-    measurement: Measurement,
-    watch_s: f64,
-    host: Option<&str>,
-) -> anyhow::Result<i64> {
-    let store = perflab_store::Store::open(&g.store)
-        .with_context(|| format!("cannot open the store {}", g.store.display()))?;
-    let mut params = perflab_store::Params::new();
-    params.insert("watch".into(), json!(a.watch));
-    let mut name = format!("doctor --watch {}", a.watch);
-    if let Some(h) = host {
-        params.insert("host".into(), json!(h));
-        name.push_str(&format!(" --on {h}"));
+/// The report or `--json` object of one diagnosis, on stdout.
+fn print(a: &DoctorArgs, d: &Diagnosis) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        let v = doctor_kind::to_json(d);
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+    } else {
+        write!(out, "{}", report(d, colour()))?;
     }
-    // --pid was checked to be positive.
-    for (flag, v) in [
-        ("pid", a.pid.map(|p| p as u64)),
-        ("connections", a.connections),
-        ("outgoing", a.outgoing),
-    ] {
-        if let Some(v) = v {
-            params.insert(flag.into(), json!(v));
-            name.push_str(&format!(" --{flag} {v}"));
-        }
-    }
-    let id = perflab_lab::record::one_shot(
-        &store,
-        perflab_lab::record::OneShot {
-            kind: "doctor",
-            name,
-            params,
-            environment: json!({ "args": std::env::args().skip(1).collect::<Vec<_>>() }),
-            measurement,
-            duration_s: watch_s,
-            error: None,
-        },
-    )
-    .with_context(|| format!("cannot record into the store {}", g.store.display()))?;
-    Ok(id)
+    out.flush()?;
+    Ok(())
 }
 
-/// What [`perflab_lab::doctor::measurement`] makes of a diagnosis, from its JSON (a
-/// host's, sent back): the counts by severity and the document as `doctor.json`.
-fn measurement_of(v: &serde_json::Value) -> Measurement {
-    let findings = v["findings"].as_array().map(Vec::as_slice).unwrap_or(&[]);
-    let count = |name: &str, s: Severity| {
-        let n = findings
-            .iter()
-            .filter(|f| f["severity"] == s.as_str())
-            .count();
-        MetricValue::new(name, "", n as f64, "lower")
-    };
-    Measurement {
-        metrics: vec![
-            count("findings_critical", Severity::Critical),
-            count("findings_warn", Severity::Warn),
-            count("findings_info", Severity::Info),
-        ],
-        artifacts: vec![perflab_workloads::ArtifactData {
-            name: perflab_store::vocab::ARTIFACT_DOCTOR.into(),
-            media_type: "application/json".into(),
-            content: serde_json::to_vec_pretty(v).unwrap_or_default(),
-        }],
-        ..Measurement::default()
+/// Colour on a terminal, unless NO_COLOR is set.
+fn colour() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+}
+
+/// The worst finding as the exit status: 5 critical, 4 warnings, else 0.
+fn exit_code(d: &Diagnosis) -> u8 {
+    match d.worst() {
+        Some(Severity::Critical) => CRITICAL,
+        Some(Severity::Warn) => FAILURES,
+        _ => 0,
     }
 }
 

@@ -3,9 +3,9 @@
 //! [`OnHost`] is what the one-trial commands (`perflab http`, `disk`, ...) flatten in:
 //! their one trial runs on that inventory host through the worker `perflab run --on`
 //! uses, placed by crate fleet ([`placement`]: every problem exits 2 before any host is
-//! contacted). [`OnArgs`] is the relay's form for `perflab doctor` and `perflab top`
-//! (several hosts, the subcommand re-run there: `perflab_fleet::relay`), with the exit
-//! status of several hosts' runs.
+//! contacted). [`OnArgs`] is the relay's form for `perflab top`, a live view (several
+//! hosts, the subcommand re-run there: `perflab_fleet::relay`), and [`weightiest`] the
+//! exit status of several hosts' runs (`top --on`, `doctor --on a,b`).
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -164,6 +164,12 @@ pub fn exit_status(results: &[Result<Ended, RelayError>]) -> u8 {
             }
         }
     }
+    weightiest(&codes)
+}
+
+/// The weightiest of several hosts' exit statuses (see [`exit_status`]); one host:
+/// its own.
+pub fn weightiest(codes: &[u8]) -> u8 {
     if let [one] = codes[..] {
         return one;
     }
@@ -172,7 +178,7 @@ pub fn exit_status(results: &[Result<Ended, RelayError>]) -> u8 {
             return c;
         }
     }
-    codes.into_iter().find(|&c| c != 0).map_or(0, |_| ERROR)
+    codes.iter().find(|&&c| c != 0).map_or(0, |_| ERROR)
 }
 
 #[cfg(test)]

@@ -11,21 +11,27 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::Duration;
 
 use anyhow::Context;
 use comfy_table::{Cell, CellAlignment, Table};
-use perflab_profile::{
-    CallGraph, CommandOutput, Event, Mode, Profile, ProfileError, ProfileSpec, Profiler, Report,
-    ReportOptions, RoutineView, Target,
-};
+use perflab_lab::observe::Silent;
+use perflab_lab::runner::RunContext;
+use perflab_lab::single::OneTrial;
+use perflab_profile::{CallGraph, Mode, Profile, ProfileError, Report, ReportOptions, RoutineView};
+use perflab_store::TrialStatus;
 use perflab_store::{
     vocab::{ARTIFACT_FLAMEGRAPH, ARTIFACT_PROFILE, ARTIFACT_STACKS},
-    ArtifactData, MetricValue, Store,
+    Store,
 };
+use perflab_workloads::profile::{
+    ProfileDocument, ProfileKind, ProfileOutput, ProfileTarget, ProfileView,
+};
+use perflab_workloads::spec::{Builtin, KindSpec, WorkloadFactory};
 use perflab_workloads::Measurement;
 use serde_json::{json, Value};
 
+use super::on_host::OnHost;
 use crate::exit::{self, InvalidInput};
 use crate::format::STYLE;
 use crate::Global;
@@ -110,6 +116,9 @@ struct RecordArgs {
     /// The command to profile, after `--`.
     #[arg(last = true, value_name = "CMD")]
     command: Vec<String>,
+
+    #[command(flatten)]
+    remote: OnHost,
 }
 
 #[derive(Debug, clap::Args)]
@@ -171,6 +180,17 @@ fn lift(e: ProfileError) -> anyhow::Error {
 }
 
 impl ViewArgs {
+    /// The view flags as the profile kind's options.
+    fn view(&self) -> ProfileView {
+        ProfileView {
+            threshold: self.threshold,
+            mode: self.mode.clone(),
+            include_idle: self.include_idle,
+            comm: self.comm.clone(),
+            pid: self.pid,
+        }
+    }
+
     fn options(&self) -> anyhow::Result<ReportOptions> {
         let o = ReportOptions {
             threshold: self.threshold,
@@ -197,7 +217,7 @@ fn say(g: &Global, s: &str) {
     }
 }
 
-fn target_of(a: &RecordArgs) -> anyhow::Result<Target> {
+fn target_of(a: &RecordArgs) -> anyhow::Result<ProfileTarget> {
     let chosen = [a.all_cpus, a.attach.is_some(), !a.command.is_empty()]
         .iter()
         .filter(|x| **x)
@@ -209,91 +229,130 @@ fn target_of(a: &RecordArgs) -> anyhow::Result<Target> {
         .into());
     }
     Ok(if a.all_cpus {
-        Target::System
+        ProfileTarget::System
     } else if let Some(p) = a.attach {
-        Target::Pid(p)
+        ProfileTarget::Pid(p)
     } else {
-        Target::Command(a.command.clone())
+        ProfileTarget::Command(a.command.clone())
     })
 }
 
-fn describe(t: &Target) -> String {
-    match t {
-        Target::System => "-a".into(),
-        Target::Pid(p) => format!("-p {p}"),
-        Target::Command(argv) => format!("-- {}", argv.join(" ")),
+impl RecordArgs {
+    /// The flags as `kind = "profile"` options, checked (bad input exits 2, a host
+    /// without a usable perf 1).
+    fn spec(&self) -> anyhow::Result<ProfileKind> {
+        let spec = ProfileKind {
+            duration: self.duration.clone(),
+            frequency: self.frequency,
+            call_graph: !self.no_call_graph,
+            event: self.event.clone(),
+            output_dir: self.output.clone(),
+            command_output: match (&self.command_output, self.view.json) {
+                (Some(f), _) => ProfileOutput::File(f.clone()),
+                (None, true) => ProfileOutput::Stderr,
+                (None, false) => ProfileOutput::Inherit,
+            },
+            view: self.view.view(),
+            ..ProfileKind::new(target_of(self)?)
+        };
+        spec.validate().map_err(lift)?;
+        Ok(spec)
     }
 }
 
+/// The spec of a recording, checked where it is to run: here, what can be checked
+/// before anything is stored (perf is there, the process or command too: a bad request
+/// exits 2, a host that cannot profile 1); on a host, what the worker's link needs.
+fn placed_spec(a: &RecordArgs) -> anyhow::Result<ProfileKind> {
+    let mut spec = a.spec()?;
+    a.remote.check(None)?;
+    match &a.remote.on {
+        None => spec.preflight().map_err(lift)?,
+        Some(h) => {
+            if a.view.routine.is_some() {
+                return Err(InvalidInput(format!(
+                    "--routine reads the recording, which stays on {h}: run `perflab profile \
+                     report PERF_DATA --routine NAME` there"
+                ))
+                .into());
+            }
+            // A worker's stdout carries its answers: the command's output goes to stderr.
+            if spec.command_output == ProfileOutput::Inherit {
+                spec.command_output = ProfileOutput::Stderr;
+            }
+        }
+    }
+    Ok(spec)
+}
+
 fn record(g: &Global, a: &RecordArgs) -> anyhow::Result<ExitCode> {
-    let target = target_of(a)?;
+    let spec = placed_spec(a)?;
     let opts = a.view.options()?;
-    let duration = a
-        .duration
-        .as_deref()
-        .map(|d| perflab_load::parse_duration("duration", d))
-        .transpose()
-        .map_err(|e| InvalidInput(e.to_string()))?;
-    let event: Event = a.event.parse().map_err(lift)?;
-    let command_output = match (&a.command_output, a.view.json) {
-        (Some(f), _) => CommandOutput::File(f.clone()),
-        (None, true) => CommandOutput::Stderr,
-        (None, false) => CommandOutput::Inherit,
+    let duration = spec.duration().map_err(lift)?;
+    let one = OneTrial {
+        kind: "profile".into(),
+        name: format!("profile {}", spec.target.describe()),
+        params: params(&spec),
+        workload: KindSpec::Profile(spec.clone()),
+        environment: json!({}),
+        on: a.remote.on.clone(),
     };
-    let spec = ProfileSpec {
-        target: target.clone(),
-        frequency: a.frequency,
-        call_graph: !a.no_call_graph,
-        duration,
-        event,
-        output_dir: a.output.clone(),
-        command_output,
-    };
+    let exp = one.experiment()?;
+    let fleet = a.remote.fleet(&exp)?;
     let flag = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
-    let clock = Instant::now();
-    let running = Profiler::start(&spec).map_err(lift)?;
-    let until = match (&target, duration) {
-        (Target::Command(_), None) => "until the command exits".to_string(),
-        (_, Some(d)) => format!("for {:.3} s", d.as_secs_f64()),
-        (_, None) => "until Ctrl-C".to_string(),
-    };
-    say(
-        g,
-        &format!(
-            "profile: recording {} at {} Hz {until} (perf.data in {})",
-            describe(&target),
-            a.frequency,
-            running.perf_data().display()
-        ),
+    say(g, &recording(&spec, duration, a.remote.on.as_deref()));
+    let store = open_store(g)?;
+    let shot = perflab_lab::single::run(
+        &one,
+        &exp,
+        &store,
+        &RunContext {
+            interrupted: flag.clone(),
+            observer: &Silent,
+            factory: fleet
+                .as_ref()
+                .map_or(&Builtin as &dyn WorkloadFactory, |f| f),
+            sites: fleet.as_ref().map(|f| f as &dyn perflab_lab::site::Sites),
+        },
     );
-    let profile = running
-        .wait_or_stop(|| flag.load(Ordering::SeqCst))
-        .map_err(lift)?;
+    crate::commands::on_host::clean(fleet.as_ref());
+    let shot = shot.context("cannot run the profile")?;
     let interrupted = flag.load(Ordering::SeqCst);
-    let elapsed = clock.elapsed().as_secs_f64();
-    if let Some(note) = &profile.event_note {
-        say(g, &format!("profile: {note}"));
-    }
-    if let Some(code) = profile.command_status.filter(|c| *c != 0) {
-        eprintln!("warning: the profiled command exited with status {code}");
-    }
-    let report = profile.report(&opts);
-    let folded = profile.folded_with(&opts);
-    let svg = profile.flamegraph_svg_with(&opts).map_err(lift)?;
-    let run_id = store_profile(g, a, &target, &profile, &report, &folded, &svg, elapsed)?;
+    let run_id = shot.outcome.run_id;
+    let (m, doc) = match shot.measurement.as_ref().and_then(|m| {
+        let doc = ProfileDocument::in_measurement(m)?;
+        Some((m, doc))
+    }) {
+        Some(found) if shot.status != TrialStatus::Failed => found,
+        _ if shot.status == TrialStatus::Interrupted => {
+            eprintln!("interrupted: nothing was recorded (run {run_id} is marked interrupted)");
+            return Ok(ExitCode::from(exit::INTERRUPTED));
+        }
+        _ => {
+            let e = shot.error.clone().unwrap_or_else(|| "no profile".into());
+            return Err(anyhow::anyhow!(e).context("cannot profile"));
+        }
+    };
+    say_recorded(g, &doc);
+    store
+        .add_run_environment(run_id, &environment(&doc))
+        .context("cannot record the run into the store")?;
     say(g, &format!("profile: stored as run {run_id}"));
+    // Only the per-routine view reads the recording again (here: see above).
+    let profile = match (&a.view.routine, &doc.perf_data) {
+        (Some(_), Some(data)) => Some(Profile::from_perf_data(data).map_err(lift)?),
+        _ => None,
+    };
     show(
         g,
-        &profile,
-        &report,
+        &Shown::of(&doc, m),
+        profile.as_ref(),
         &opts,
         &a.view,
         Some(run_id),
-        &folded,
-        &svg,
     )?;
     // Ctrl-C is the normal end of an open-ended -a or -p recording.
-    let open_ended = duration.is_none() && !matches!(target, Target::Command(_));
+    let open_ended = duration.is_none() && !matches!(spec.target, ProfileTarget::Command(_));
     Ok(if interrupted && !open_ended {
         ExitCode::from(exit::INTERRUPTED)
     } else {
@@ -301,28 +360,121 @@ fn record(g: &Global, a: &RecordArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Writes the requested files and prints the report (and routine view).
-#[allow(clippy::too_many_arguments)]
+/// The store, its directory made if need be.
+fn open_store(g: &Global) -> anyhow::Result<Store> {
+    if let Some(dir) = g.store.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    Store::open(&g.store).with_context(|| format!("cannot open the store {}", g.store.display()))
+}
+
+/// `profile: recording -a at 999 Hz for 2.000 s [on b]`.
+fn recording(spec: &ProfileKind, duration: Option<Duration>, on: Option<&str>) -> String {
+    let until = match (&spec.target, duration) {
+        (ProfileTarget::Command(_), None) => "until the command exits".to_string(),
+        (_, Some(d)) => format!("for {:.3} s", d.as_secs_f64()),
+        (_, None) => "until Ctrl-C".to_string(),
+    };
+    let on = on.map(|h| format!(" on {h}")).unwrap_or_default();
+    format!(
+        "profile: recording {}{on} at {} Hz {until}",
+        spec.target.describe(),
+        spec.frequency,
+    )
+}
+
+/// What the recording says beside its report: where perf.data is, the event's note,
+/// the command's failure.
+fn say_recorded(g: &Global, doc: &ProfileDocument) {
+    if let Some(data) = &doc.perf_data {
+        say(g, &format!("profile: perf.data in {}", data.display()));
+    }
+    if let Some(note) = &doc.event_note {
+        say(g, &format!("profile: {note}"));
+    }
+    if let Some(code) = doc.command_status.filter(|c| *c != 0) {
+        eprintln!("warning: the profiled command exited with status {code}");
+    }
+}
+
+/// The run's parameters: what is profiled and the event asked for.
+fn params(spec: &ProfileKind) -> perflab_store::Params {
+    let mut params = perflab_store::Params::new();
+    params.insert("target".into(), json!(spec.target.name()));
+    params.insert("event".into(), json!(spec.event));
+    params
+}
+
+/// The run's environment fields of a profile (`perflab profile report RUN` reads
+/// `perf_data`).
+fn environment(doc: &ProfileDocument) -> Value {
+    json!({
+        "perf_data": doc.perf_data,
+        "event": doc.report.event,
+        "event_note": doc.event_note,
+        "frequency": doc.frequency,
+        "call_graph": doc.call_graph,
+        "target": doc.target,
+        "command_status": doc.command_status,
+        "perf_version": doc.perf_version,
+    })
+}
+
+/// What is shown of a profile: the report and its note, where the recording is, the
+/// folded stacks and the flame graph.
+struct Shown<'a> {
+    report: &'a Report,
+    event_note: Option<&'a str>,
+    perf_data: Option<&'a Path>,
+    folded: &'a str,
+    svg: &'a [u8],
+}
+
+impl<'a> Shown<'a> {
+    /// What a profile run's measurement holds.
+    fn of(doc: &'a ProfileDocument, m: &'a Measurement) -> Shown<'a> {
+        let artifact = |name: &str| {
+            m.artifacts
+                .iter()
+                .find(|a| a.name == name)
+                .map_or(&[][..], |a| &a.content[..])
+        };
+        Shown {
+            report: &doc.report,
+            event_note: doc.event_note.as_deref(),
+            perf_data: doc.perf_data.as_deref(),
+            folded: std::str::from_utf8(artifact(ARTIFACT_STACKS)).unwrap_or_default(),
+            svg: artifact(ARTIFACT_FLAMEGRAPH),
+        }
+    }
+}
+
+/// Writes the requested files and prints the report (and routine view, which needs
+/// the `profile` itself).
 fn show(
     g: &Global,
-    profile: &Profile,
-    report: &Report,
+    r: &Shown,
+    profile: Option<&Profile>,
     opts: &ReportOptions,
     v: &ViewArgs,
     run_id: Option<i64>,
-    folded: &str,
-    svg: &[u8],
 ) -> anyhow::Result<()> {
     if let Some(f) = &v.folded {
-        std::fs::write(f, folded).with_context(|| format!("cannot write {}", f.display()))?;
+        std::fs::write(f, r.folded).with_context(|| format!("cannot write {}", f.display()))?;
         say(g, &format!("profile: folded stacks in {}", f.display()));
     }
     if let Some(f) = &v.flamegraph {
-        std::fs::write(f, svg).with_context(|| format!("cannot write {}", f.display()))?;
+        std::fs::write(f, r.svg).with_context(|| format!("cannot write {}", f.display()))?;
         say(g, &format!("profile: flame graph in {}", f.display()));
     }
-    let routine = match &v.routine {
-        Some(name) => {
+    let routine = match (&v.routine, profile) {
+        (Some(_), None) => {
+            return Err(InvalidInput(
+                "--routine needs the recording (perf.data), which is not here".into(),
+            )
+            .into())
+        }
+        (Some(name), Some(profile)) => {
             let cg = profile.call_graph(name, opts);
             if cg.total_samples == 0 {
                 return Err(lift(ProfileError::NoSuchRoutine(name.clone())));
@@ -335,14 +487,14 @@ fn show(
             };
             Some((rv, cg))
         }
-        None => None,
+        (None, _) => None,
     };
     if v.json {
-        let mut doc = serde_json::to_value(report)?;
+        let mut doc = serde_json::to_value(r.report)?;
         let m = doc.as_object_mut().expect("a report is an object");
-        m.insert("event_note".into(), json!(profile.event_note));
+        m.insert("event_note".into(), json!(r.event_note));
         m.insert("run_id".into(), json!(run_id));
-        m.insert("perf_data".into(), json!(profile.perf_data));
+        m.insert("perf_data".into(), json!(r.perf_data));
         if let Some((rv, cg)) = &routine {
             m.insert("routine".into(), serde_json::to_value(rv)?);
             m.insert("call_graph".into(), serde_json::to_value(cg)?);
@@ -352,7 +504,7 @@ fn show(
         writeln!(out)?;
         return Ok(());
     }
-    print_report(profile, report, opts);
+    print_report(r.event_note, r.report, opts);
     if let Some((rv, cg)) = &routine {
         println!();
         match rv {
@@ -364,12 +516,8 @@ fn show(
     Ok(())
 }
 
-fn print_report(profile: &Profile, r: &Report, o: &ReportOptions) {
-    let note = profile
-        .event_note
-        .as_deref()
-        .map(|n| format!(" ({n})"))
-        .unwrap_or_default();
+fn print_report(event_note: Option<&str>, r: &Report, o: &ReportOptions) {
+    let note = event_note.map(|n| format!(" ({n})")).unwrap_or_default();
     let mut filters = vec![format!("mode {}", r.mode.as_str())];
     if !o.include_idle {
         filters.push("idle excluded".into());
@@ -480,79 +628,6 @@ fn print_call_graph(cg: &CallGraph) {
     list("callees", &cg.callees);
 }
 
-/// Records through lab one run of kind `profile`, one config, one trial: the report
-/// (as [`ARTIFACT_PROFILE`], the name an experiment's `[profile]` uses, so `perflab
-/// report` finds it), folded stacks and flame graph as artifacts, the top functions'
-/// shares as `fn:<name>` metrics.
-#[allow(clippy::too_many_arguments)]
-fn store_profile(
-    g: &Global,
-    a: &RecordArgs,
-    target: &Target,
-    profile: &Profile,
-    report: &Report,
-    folded: &str,
-    svg: &[u8],
-    elapsed: f64,
-) -> anyhow::Result<i64> {
-    if let Some(dir) = g.store.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    let store = Store::open(&g.store)
-        .with_context(|| format!("cannot open the store {}", g.store.display()))?;
-    let target_kind = match target {
-        Target::System => "system",
-        Target::Pid(_) => "pid",
-        Target::Command(_) => "command",
-    };
-    let mut params = perflab_store::Params::new();
-    params.insert("target".into(), json!(target_kind));
-    params.insert("event".into(), json!(profile.event));
-    let artifact = |name: &str, media_type: &str, content: Vec<u8>| ArtifactData {
-        name: name.into(),
-        media_type: media_type.into(),
-        content,
-    };
-    let measurement = Measurement {
-        metrics: profile
-            .top_functions(10)
-            .into_iter()
-            .map(|(name, pct)| MetricValue::new(&format!("fn:{name}"), "%", pct, "lower"))
-            .collect(),
-        artifacts: vec![
-            artifact(
-                ARTIFACT_PROFILE,
-                "application/json",
-                serde_json::to_vec_pretty(report)?,
-            ),
-            artifact(ARTIFACT_STACKS, "text/plain", folded.as_bytes().to_vec()),
-            artifact(ARTIFACT_FLAMEGRAPH, "image/svg+xml", svg.to_vec()),
-        ],
-        method: Some("perf".into()),
-        ..Default::default()
-    };
-    let shot = perflab_lab::record::OneShot {
-        kind: "profile",
-        name: format!("profile {}", describe(target)),
-        params,
-        environment: json!({
-            "perf_data": profile.perf_data,
-            "event": profile.event,
-            "event_note": profile.event_note,
-            "frequency": a.frequency,
-            "call_graph": !a.no_call_graph,
-            "target": describe(target),
-            "command_status": profile.command_status,
-            "perf_version": perflab_profile::perf::find_perf().ok()
-                .and_then(|p| perflab_profile::perf::version(&p)),
-        }),
-        measurement,
-        duration_s: elapsed,
-        error: None,
-    };
-    Ok(perflab_lab::record::one_shot(&store, shot)?)
-}
-
 /// `perflab profile report PERF_DATA|RUN`.
 fn report(g: &Global, a: &ReportArgs) -> anyhow::Result<ExitCode> {
     let opts = a.view.options()?;
@@ -576,7 +651,14 @@ fn report(g: &Global, a: &ReportArgs) -> anyhow::Result<ExitCode> {
     } else {
         Vec::new()
     };
-    show(g, &profile, &report, &opts, &a.view, None, &folded, &svg)?;
+    let shown = Shown {
+        report: &report,
+        event_note: profile.event_note.as_deref(),
+        perf_data: profile.perf_data.as_deref(),
+        folded: &folded,
+        svg: &svg,
+    };
+    show(g, &shown, Some(&profile), &opts, &a.view, None)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -593,6 +675,20 @@ fn perf_data_of_run(g: &Global, id: i64) -> anyhow::Result<PathBuf> {
         return Err(InvalidInput(format!("run {id} is a {} run, not a profile", run.kind)).into());
     }
     let env: Value = store.run_environment(id)?;
+    // Where the trial's profile.json says (a one-trial run), else the run's
+    // environment (runs stored before profile was a kind).
+    let mut stored = env["perf_data"].clone();
+    for t in store.trials(id)? {
+        for (name, _, content) in store.trial_artifacts(t.id)? {
+            if name == ARTIFACT_PROFILE {
+                let doc: Value = serde_json::from_slice(&content).unwrap_or_default();
+                if doc["perf_data"].is_string() {
+                    stored = doc["perf_data"].clone();
+                }
+            }
+        }
+    }
+    let env = json!({ "perf_data": stored });
     let data = env["perf_data"]
         .as_str()
         .map(PathBuf::from)

@@ -157,6 +157,7 @@ impl Runner<'_> {
             WorkloadSpec::Options { kind, table } => crate::workload::rendered(*kind, table, vars)?,
         };
         let profiled = |reps: &[u32]| reps.is_empty() || reps.contains(&t.repetition);
+        let watched = workload.kind().watched_by_doctor();
         Ok(TrialSpec {
             workload,
             params: self.configs[t.config].params_map(),
@@ -181,7 +182,7 @@ impl Runner<'_> {
                         top: p.top,
                         service: p.service,
                     }),
-                doctor: !t.warmup,
+                doctor: !t.warmup && watched,
             },
         })
     }

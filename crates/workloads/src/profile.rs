@@ -1,0 +1,372 @@
+//! `kind = "profile"`: a sampling profile with the real `perf` as a trial's workload —
+//! the whole system, one process, or a command, for a duration or to the command's end —
+//! and the one place such a recording becomes stored data.
+//!
+//! `perflab profile` is a one-trial run of [`ProfileKind`], so it records the same way
+//! here and, through `perflab worker`, on another host. Recording and reduction are
+//! `perflab_profile`'s; this module turns the flags' values into its `ProfileSpec` and
+//! `ReportOptions`, stops on Ctrl-C (the usual end of an open-ended `-a` or `-p`
+//! recording), and builds the [`Measurement`]: the report as `profile.json` (the name an
+//! experiment's `[profile]` uses, so `perflab report` finds it) with what the command
+//! prints beside it ([`ProfileDocument`]: event note, perf.data, the command's status),
+//! folded stacks and flame graph as artifacts, and the top functions' shares as
+//! `fn:NAME` metrics, as a `[profile]` trial stores them.
+//!
+//! The report options (threshold, mode, filters) are part of the spec: the stored
+//! report is the one the user asked for. Only the per-routine view needs the perf.data
+//! itself, which stays where it was recorded ([`ProfileDocument::perf_data`]).
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use perflab_profile::{
+    CommandOutput, Event, Mode, Profile, ProfileError, ProfileSpec, Profiler, Report,
+    ReportOptions, Target,
+};
+use perflab_store::vocab::{ARTIFACT_FLAMEGRAPH, ARTIFACT_PROFILE, ARTIFACT_STACKS};
+use serde::{Deserialize, Serialize};
+
+use crate::{ArtifactData, Measurement, MetricValue, TrialContext, Workload, WorkloadError};
+
+/// What to profile.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProfileTarget {
+    /// Every CPU.
+    System,
+    /// One running process and its threads.
+    Pid(i32),
+    /// A command started under perf.
+    Command(Vec<String>),
+}
+
+impl ProfileTarget {
+    /// How the command line names it: `-a`, `-p PID`, `-- CMD ARGS`.
+    pub fn describe(&self) -> String {
+        match self {
+            ProfileTarget::System => "-a".into(),
+            ProfileTarget::Pid(p) => format!("-p {p}"),
+            ProfileTarget::Command(argv) => format!("-- {}", argv.join(" ")),
+        }
+    }
+
+    /// `system`, `pid` or `command`: the run's `target` parameter.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ProfileTarget::System => "system",
+            ProfileTarget::Pid(_) => "pid",
+            ProfileTarget::Command(_) => "command",
+        }
+    }
+
+    fn of(&self) -> Target {
+        match self {
+            ProfileTarget::System => Target::System,
+            ProfileTarget::Pid(p) => Target::Pid(*p),
+            ProfileTarget::Command(argv) => Target::Command(argv.clone()),
+        }
+    }
+}
+
+/// Where a profiled command's output goes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProfileOutput {
+    /// Shared with perflab's stdout.
+    #[default]
+    Inherit,
+    /// To perflab's stderr (stdout holds only JSON, or a worker's replies).
+    Stderr,
+    /// stdout and stderr to this file.
+    File(PathBuf),
+}
+
+/// How the stored report is reduced: `perflab profile`'s view flags.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProfileView {
+    /// Rows under this percentage of the total are left out.
+    pub threshold: f64,
+    /// `k`, `u` or `ku`.
+    pub mode: String,
+    /// Count the idle task too.
+    pub include_idle: bool,
+    /// Only samples of this command name.
+    pub comm: Option<String>,
+    /// Only samples of this process id.
+    pub pid: Option<i32>,
+}
+
+impl Default for ProfileView {
+    fn default() -> ProfileView {
+        ProfileView {
+            threshold: 1.0,
+            mode: "ku".into(),
+            include_idle: false,
+            comm: None,
+            pid: None,
+        }
+    }
+}
+
+impl ProfileView {
+    /// The library's report options, checked.
+    pub fn options(&self) -> Result<ReportOptions, ProfileError> {
+        let o = ReportOptions {
+            threshold: self.threshold,
+            mode: self.mode.parse::<Mode>()?,
+            include_idle: self.include_idle,
+            comm: self.comm.clone(),
+            pid: self.pid,
+        };
+        o.validate()?;
+        Ok(o)
+    }
+}
+
+fn default_frequency() -> u32 {
+    999
+}
+fn yes() -> bool {
+    true
+}
+fn auto() -> String {
+    "auto".into()
+}
+fn ten() -> usize {
+    10
+}
+
+/// `kind = "profile"`: record `target` with perf.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileKind {
+    pub target: ProfileTarget,
+    /// Stop after this long (`10s`, `500ms`); a command is stopped too. None: a command
+    /// to its end, else until interrupted.
+    #[serde(default)]
+    pub duration: Option<String>,
+    /// Samples per second per CPU.
+    #[serde(default = "default_frequency")]
+    pub frequency: u32,
+    /// Record call chains (frame pointers).
+    #[serde(default = "yes")]
+    pub call_graph: bool,
+    /// `auto` (cycles where there is a PMU, else cpu-clock), `cycles`, `cpu-clock`.
+    #[serde(default = "auto")]
+    pub event: String,
+    /// Keep perf.data in this directory (None: a new temp directory, kept).
+    #[serde(default)]
+    pub output_dir: Option<PathBuf>,
+    #[serde(default)]
+    pub command_output: ProfileOutput,
+    /// The top this-many functions become `fn:NAME` metrics.
+    #[serde(default = "ten")]
+    pub top: usize,
+    #[serde(default)]
+    pub view: ProfileView,
+}
+
+impl ProfileKind {
+    /// A profile of `target` with every other option at its default.
+    pub fn new(target: ProfileTarget) -> ProfileKind {
+        ProfileKind {
+            target,
+            duration: None,
+            frequency: default_frequency(),
+            call_graph: true,
+            event: auto(),
+            output_dir: None,
+            command_output: ProfileOutput::Inherit,
+            top: ten(),
+            view: ProfileView::default(),
+        }
+    }
+
+    /// The duration, parsed.
+    pub fn duration(&self) -> Result<Option<Duration>, ProfileError> {
+        self.duration
+            .as_deref()
+            .map(|d| {
+                perflab_units::parse_duration(d)
+                    .map_err(|e| ProfileError::BadInput(format!("duration: {e}")))
+            })
+            .transpose()
+    }
+
+    /// The recording request for `perflab_profile`.
+    pub fn recording(&self) -> Result<ProfileSpec, ProfileError> {
+        Ok(ProfileSpec {
+            target: self.target.of(),
+            frequency: self.frequency,
+            call_graph: self.call_graph,
+            duration: self.duration()?,
+            event: self.event.parse::<Event>()?,
+            output_dir: self.output_dir.clone(),
+            command_output: match &self.command_output {
+                ProfileOutput::Inherit => CommandOutput::Inherit,
+                ProfileOutput::Stderr => CommandOutput::Stderr,
+                ProfileOutput::File(f) => CommandOutput::File(f.clone()),
+            },
+        })
+    }
+
+    /// Checks the options without recording: the error says which.
+    pub fn validate(&self) -> Result<(), ProfileError> {
+        self.recording()?;
+        self.view.options()?;
+        Ok(())
+    }
+
+    /// What can be checked on this host before a trial is started: the options, the
+    /// process or command named, and that perf is there. Typed, so that a command can
+    /// tell a bad request from a host that cannot profile.
+    pub fn preflight(&self) -> Result<(), ProfileError> {
+        self.view.options()?;
+        perflab_profile::record::validate(&self.recording()?)?;
+        perflab_profile::perf::find_perf()?;
+        Ok(())
+    }
+
+    /// Records until the duration is over, the command ends or `stop()` says so (an
+    /// open-ended recording's usual end), and reduces the profile.
+    pub fn record(&self, stop: impl Fn() -> bool) -> Result<Measurement, ProfileError> {
+        let opts = self.view.options()?;
+        let running = Profiler::start(&self.recording()?)?;
+        let profile = running.wait_or_stop(stop)?;
+        measurement(self, &profile, &opts)
+    }
+}
+
+impl Workload for ProfileKind {
+    fn run(&self, ctx: &TrialContext) -> Result<Measurement, WorkloadError> {
+        self.record(|| ctx.interrupted.load(Ordering::SeqCst))
+            .map_err(|e| WorkloadError::Setup(e.to_string()))
+    }
+}
+
+/// `profile.json` of a profile run: the report, and beside its fields what the command
+/// prints with it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileDocument {
+    #[serde(flatten)]
+    pub report: Report,
+    /// Why the event is not the one asked for, when it is not.
+    pub event_note: Option<String>,
+    /// The recording, on the host that made it.
+    pub perf_data: Option<PathBuf>,
+    /// The profiled command's exit status (a command run to its end).
+    pub command_status: Option<i32>,
+    /// `-a`, `-p PID`, `-- CMD`.
+    pub target: String,
+    pub frequency: u32,
+    pub call_graph: bool,
+    /// `perf --version` there.
+    pub perf_version: Option<String>,
+}
+
+impl ProfileDocument {
+    /// The document in a profile run's measurement.
+    pub fn in_measurement(m: &Measurement) -> Option<ProfileDocument> {
+        let a = m.artifacts.iter().find(|a| a.name == ARTIFACT_PROFILE)?;
+        serde_json::from_slice(&a.content).ok()
+    }
+}
+
+/// The trial's measurement from a recorded profile: `profile.json`, `stacks.folded`,
+/// `flamegraph.svg` (reduced with `opts`), the top functions as `fn:NAME` metrics.
+pub fn measurement(
+    k: &ProfileKind,
+    p: &Profile,
+    opts: &ReportOptions,
+) -> Result<Measurement, ProfileError> {
+    let doc = ProfileDocument {
+        report: p.report(opts),
+        event_note: p.event_note.clone(),
+        perf_data: p.perf_data.clone(),
+        command_status: p.command_status,
+        target: k.target.describe(),
+        frequency: k.frequency,
+        call_graph: k.call_graph,
+        perf_version: perflab_profile::perf::find_perf()
+            .ok()
+            .and_then(|perf| perflab_profile::perf::version(&perf)),
+    };
+    let artifact = |name: &str, media_type: &str, content: Vec<u8>| ArtifactData {
+        name: name.into(),
+        media_type: media_type.into(),
+        content,
+    };
+    let json = serde_json::to_vec_pretty(&doc)
+        .map_err(|e| ProfileError::BadInput(format!("the report: {e}")))?;
+    Ok(Measurement {
+        metrics: p
+            .top_functions(k.top)
+            .into_iter()
+            .map(|(name, pct)| MetricValue::new(&format!("fn:{name}"), "%", pct, "lower"))
+            .collect(),
+        artifacts: vec![
+            artifact(ARTIFACT_PROFILE, "application/json", json),
+            artifact(
+                ARTIFACT_STACKS,
+                "text/plain",
+                p.folded_with(opts).into_bytes(),
+            ),
+            artifact(
+                ARTIFACT_FLAMEGRAPH,
+                "image/svg+xml",
+                p.flamegraph_svg_with(opts)?,
+            ),
+        ],
+        method: Some("perf".into()),
+        ..Measurement::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_spec_reads_from_json_with_its_defaults_and_checks_them() {
+        let k: ProfileKind = serde_json::from_value(serde_json::json!({
+            "target": "system", "duration": "2s"
+        }))
+        .unwrap();
+        assert_eq!(k.target, ProfileTarget::System);
+        assert_eq!((k.frequency, k.call_graph, k.top), (999, true, 10));
+        assert_eq!(k.duration().unwrap(), Some(Duration::from_secs(2)));
+        assert!(k.validate().is_ok());
+        let k: ProfileKind =
+            serde_json::from_value(serde_json::json!({"target": {"pid": 12}})).unwrap();
+        assert_eq!(k.target.describe(), "-p 12");
+        let mut bad = ProfileKind::new(ProfileTarget::System);
+        bad.duration = Some("soon".into());
+        assert!(bad.validate().unwrap_err().is_bad_input());
+        let mut bad = ProfileKind::new(ProfileTarget::System);
+        bad.view.mode = "x".into();
+        assert!(bad.validate().unwrap_err().is_bad_input());
+        let back: ProfileKind =
+            serde_json::from_str(&serde_json::to_string(&bad).unwrap()).unwrap();
+        assert_eq!(back, bad);
+    }
+
+    #[test]
+    fn a_fixture_profile_is_measured_with_its_document() {
+        let fixture = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../profile/tests/fixtures/perf-script.txt"
+        );
+        let p = Profile::from_script(&std::fs::read_to_string(fixture).unwrap());
+        assert!(!p.samples.is_empty());
+        let k = ProfileKind::new(ProfileTarget::Command(vec!["hot".into()]));
+        let m = measurement(&k, &p, &ReportOptions::default()).unwrap();
+        let names: Vec<&str> = m.artifacts.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["profile.json", "stacks.folded", "flamegraph.svg"]);
+        let doc = ProfileDocument::in_measurement(&m).expect("profile.json");
+        assert_eq!(doc.target, "-- hot");
+        assert_eq!(doc.report, p.report(&ReportOptions::default()));
+        assert_eq!(m.method.as_deref(), Some("perf"));
+    }
+}
