@@ -412,7 +412,7 @@ pub fn run(g: &crate::Global, args: &HttpArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The one trial the flags describe: kind `http`, the options in the file form an
-/// experiment's `[workload]` table has, the parameters `perflab http` has always stored
+/// experiment's workload table has, the parameters `perflab http` has always stored
 /// (URLs, connections, mode, rate, unix socket), the arguments in the environment.
 fn one_trial(args: &HttpArgs, spec: &LoadSpec) -> anyhow::Result<OneTrial> {
     let workload = Kind::Http
@@ -447,7 +447,7 @@ fn one_trial(args: &HttpArgs, spec: &LoadSpec) -> anyhow::Result<OneTrial> {
     })
 }
 
-/// The flags in the file form of a load (`perflab_load`'s `[workload] kind = "http"`
+/// The flags in the file form of a load (`perflab_load`'s http workload
 /// table): what the trial's workload reads back into the same [`LoadSpec`].
 fn options_from_args(a: &HttpArgs) -> serde_json::Value {
     let mut o = serde_json::Map::new();
@@ -573,7 +573,7 @@ fn print(args: &HttpArgs, spec: &LoadSpec, report: &Report) -> anyhow::Result<Ex
 }
 
 /// Records a distributed load's report into the store as a one-trial run (the metrics
-/// and the whole histogram that `[workload] kind = "http"` stores; see
+/// and the whole histogram that an http workload stores; see
 /// docs/experiment-file.md), with the agents' parameters and artifacts.
 pub fn record_with(
     g: &crate::Global,

@@ -69,8 +69,8 @@ pub struct RunArgs {
     )]
     on: Vec<String>,
 
-    /// The inventory of `--on`, `on = [...]` and `host = "..."` in [service], [monitor],
-    /// [profile] and [workload]: `[[hosts]]` tables (.toml) or an Ansible INI file [default:
+    /// The inventory of `--on`, `on = [...]` and `host = "..."` in the service, monitor,
+    /// profile and workload sections: `[[hosts]]` tables (.toml) or an Ansible INI file [default:
     /// hosts.toml beside the experiment, else the experiment's own [[hosts]]].
     #[arg(long, value_name = "FILE")]
     hosts: Option<PathBuf>,
