@@ -89,7 +89,7 @@ pub(crate) fn prepare(spec: &LoadSpec) -> Result<Prepared, SpecError> {
     let mut groups = group(spec, &targets, tls_names)?;
     if spec.io == IoChoice::Uring {
         if let Some(why) = uring_misfit(spec, groups.iter().any(|g| g.tls.is_some())) {
-            return Err(SpecError::Conflict(why.into()));
+            return Err(SpecError::Conflict(why));
         }
     }
     for g in &mut groups {
