@@ -2,7 +2,8 @@
 """Check that what the module docs cite exists.
 
 Reads every `//!` line in crates/*/src/**/*.rs (with --all, `///` lines too) and every
-docs/*.md, README.md and CHANGELOG.md, extracts citations and checks each:
+docs/*.md, README.md and CHANGELOG.md, extracts citations and checks each (in the
+Markdown files: links, paths and `perflab_*::` paths):
 
 - a path (`crates/...`, `docs/...`, `scripts/...`, `bench/...`, `examples/...`,
   `kernels/...`, `tests/...`): the file or folder exists (a crate's `tests/` is looked
@@ -252,6 +253,13 @@ for p in md_files:
                     report(os.path.relpath(p, ROOT), n, f"link to missing `{target}`")
                 elif frag and full.endswith(".md") and frag not in [anchor(h) for h in md_headings(full)]:
                     report(os.path.relpath(p, ROOT), n, f"link to missing heading `{target}#{frag}`")
+            for m in TICK_RE.finditer(line):
+                t = m.group(1).strip()
+                # the changelog names removed items on purpose
+                if re.match(r"^perflab_\w+(::\w+)+(\(\))?$", t) and not p.endswith("CHANGELOG.md"):
+                    bad = check_rust_path(t)
+                    if bad:
+                        report(os.path.relpath(p, ROOT), n, f"`{t}`: {', '.join(bad)} not found")
             if not p.endswith("CHANGELOG.md"):
                 for m in PATH_RE.finditer(line):
                     q = m.group(1)
