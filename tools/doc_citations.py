@@ -239,7 +239,7 @@ for p in rs_files:
 
 md_files = sorted(walk(os.path.join(ROOT, "docs"), ".md"))
 md_files += [os.path.join(ROOT, f) for f in ("README.md", "CHANGELOG.md") if os.path.exists(os.path.join(ROOT, f))]
-LINK_RE = re.compile(r"\]\(([^)#\s]+)(?:#([\w-]+))?\)")
+LINK_RE = re.compile(r"\]\(([^)#\s]*)(?:#([\w-]+))?\)")
 for p in md_files:
     base = os.path.dirname(p)
     with open(p, encoding="utf-8") as f:
@@ -248,7 +248,7 @@ for p in md_files:
                 target, frag = m.group(1), m.group(2)
                 if re.match(r"^[a-z]+:", target):
                     continue
-                full = os.path.normpath(os.path.join(base, target))
+                full = os.path.normpath(os.path.join(base, target)) if target else p
                 if not os.path.exists(full):
                     report(os.path.relpath(p, ROOT), n, f"link to missing `{target}`")
                 elif frag and full.endswith(".md") and frag not in [anchor(h) for h in md_headings(full)]:
