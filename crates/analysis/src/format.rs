@@ -1,6 +1,6 @@
 //! How perflab writes a number for a person — the one rule set the terminal (`perflab
 //! show/compare/run`) and the report (HTML and Markdown) share, so the same run reads
-//! the same everywhere (see `docs/architecture.md`, "one path for reading").
+//! the same everywhere (see `docs/architecture.md`, "the rooms": `analysis`).
 //!
 //! The rules:
 //! * a lone value: four significant digits, trailing zeros dropped (`12 pts`, `1.5 s`),

@@ -1,4 +1,4 @@
-//! Exit codes (DESIGN.md) and the mapping from errors to them.
+//! Exit codes (`docs/architecture.md`: exit codes) and the mapping from errors to them.
 //!
 //! Libraries name the options an error is about as fields (`perflab_units::Phrase`);
 //! each command names them as its flags with its own small table

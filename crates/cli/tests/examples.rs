@@ -43,7 +43,7 @@ fn every_example_checks_out_in_both_forms() {
         }
         n += 1;
     }
-    // The nine studies of STUDIES.md and the quickstart, at least.
+    // The studies of docs/studies.md and the quickstart, at least.
     assert!(n >= 8, "examples found: {n}");
 }
 

@@ -18,12 +18,16 @@
 //! - [`agent`] and [`agents`]: distributed load (`perflab http --agents`), the agent's
 //!   side and the controller's: split, barrier, merge; [`agents_trial`]: the same as
 //!   an experiment's trial (`[workload] agents = [...]`); [`agent_hosts`]: which
-//!   hosts or nodes it runs from, checked;
+//!   hosts or nodes it runs from, checked; its two links: [`ssh_agents`] (one ssh
+//!   session per host) and [`slurm`] (one `srun` over K nodes);
 //! - [`session`]: a session with a host for the service under test and the monitor
-//!   that run there (`[service] host`, `[monitor] host`).
+//!   that run there (`[service] host`, `[monitor] host`);
+//! - [`relay`]: a perflab subcommand re-run on hosts with its output relayed as it
+//!   comes — only for a live view (`perflab top --on`); measurements take the worker.
 //!
-//! The trial seam is `perflab_workloads::spec::TrialSpec` (docs/architecture.md): the
-//! same spec a local trial runs is what the worker reads.
+//! The trial seam is `perflab_workloads::spec::TrialSpec` (docs/architecture.md, "the
+//! trial seam"): the same spec a local trial runs is what the worker reads; fleet's
+//! tests (`crates/fleet/tests`) drive it over [`pipe`] links, without sshd.
 
 pub mod agent;
 pub mod agent_hosts;

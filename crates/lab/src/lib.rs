@@ -1,7 +1,9 @@
 //! perflab-lab: experiment files → plans → trials → the store.
 //!
 //! The runner owns the lifecycle of a trial (service, prepare, workload, cleanup,
-//! record); workloads only measure. See DESIGN.md for the data flow.
+//! record); workloads only measure. Every measuring command reaches the store through
+//! here: an experiment through [`runner`], a single-shot command as a one-trial run
+//! ([`single`]). See docs/architecture.md ("the one-way flow", "the trial seam").
 
 pub mod doctor;
 pub mod env;

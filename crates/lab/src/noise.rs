@@ -1,6 +1,10 @@
 //! The noise check: before a run, a short fixed CPU loop is timed a few times; when
 //! its coefficient of variation is high, the machine is busy or throttling and small
 //! differences between configs will drown. Costs about 0.2 s.
+//!
+//! The verdict is a value ([`Noisy`]), told through the runner's observer, not a
+//! sentence: lab does not know how the command at hand pins CPUs (`cpus = "1"` in a
+//! file, `--cpus 1` for `perflab bench` and `suite`), so whoever shows it says.
 
 use std::hint::black_box;
 use std::time::Instant;

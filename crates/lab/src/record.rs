@@ -2,11 +2,12 @@
 //! (the command's options), one trial — the same tables as experiments, so `show`,
 //! `compare` and `export` work on them too.
 //!
-//! What is left of the single-shot path: a distributed load (`perflab http --agents`,
-//! `--engine slurm`, its own controller over hosts), and `perflab doctor` and `profile`
-//! until they run as one-trial runs too. `perflab http` and `disk` go through the
-//! runner as one-trial runs (`crate::single`); the rest should follow, and then this
-//! module goes.
+//! What is left of the single-shot path: only a distributed load (`perflab http
+//! --agents`, `--engine slurm`), which is its own controller over hosts and so not one
+//! trial. Every other single-shot command — `perflab http`, `disk`, `doctor`,
+//! `profile` — is a one-trial run through the runner ([`crate::single`]); when the
+//! distributed load becomes a trial too (as `[workload] agents` already is in an
+//! experiment), this module goes.
 
 use perflab_store::{NewRun, Params, Result, RunId, RunStatus, Store, TrialRecord, TrialStatus};
 use perflab_workloads::Measurement;

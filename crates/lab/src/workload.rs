@@ -1,6 +1,8 @@
-//! Workloads described by a table (`kind = "http"`, `kind = "scimark"`): the table is
-//! kept as written, checked once when the file is read (placeholders known, the
-//! options deserialize and validate with sample values), and rendered per trial.
+//! Workloads described by a table (every kind but `command`: `kind = "http"`,
+//! `kind = "scimark"`, ...): the table is kept as written beside its
+//! `perflab_workloads::spec::Kind` (`WorkloadSpec::Options`), checked once when the
+//! file is read (placeholders known, the options deserialize and validate with sample
+//! values through [`Kind::options`]), and rendered per trial. Nothing here names a kind.
 
 use std::collections::BTreeMap;
 

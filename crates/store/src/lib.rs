@@ -2,11 +2,11 @@
 //!
 //! Every measurement perflab makes ends here, one transaction per trial, the moment
 //! the trial ends, so an interrupted or crashed run loses nothing that finished.
-//! The schema follows the data model of DESIGN.md (hosts, runs, configs, trials,
-//! metrics, histograms, series, artifacts) and is versioned by [`schema`]'s
-//! migrations. Single-shot commands (`http`, `scimark`, `disk`, `profile`) record a
-//! one-config, one-trial run through the same API as experiments do
-//! ([`Store::create_run`] + [`Store::record_trial`] + [`Store::finish_run`]).
+//! The schema follows the data model of docs/architecture.md (hosts, runs, configs,
+//! trials, metrics, histograms, series, artifacts) and is versioned by [`schema`]'s
+//! migrations. Single-shot commands (`http`, `disk`, `profile`, `doctor`) are
+//! one-config, one-trial runs recorded by the same runner and through the same API as
+//! experiments ([`Store::create_run`] + [`Store::record_trial`] + [`Store::finish_run`]).
 
 mod model;
 mod read;

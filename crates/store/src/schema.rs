@@ -11,7 +11,7 @@ use rusqlite::Connection;
 use crate::{Result, StoreError};
 
 const MIGRATIONS: &[&str] = &[
-    // 1: the data model of DESIGN.md.
+    // 1: the data model of docs/architecture.md.
     r#"
     CREATE TABLE hosts (
         id INTEGER PRIMARY KEY,

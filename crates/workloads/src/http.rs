@@ -1,7 +1,9 @@
 //! `kind = "http"`: perflab's load engine (`perflab-load`) as a trial's workload —
 //! its report becomes metrics, the merged latency histogram is kept whole, the
-//! per-second rate is a series and the whole report an artifact. `perflab http` stores
-//! its one-shot runs through [`measurement`] too, so both have the same metrics.
+//! per-second rate is a series and the whole report an artifact. `perflab http` (a
+//! one-trial run whose workload the CLI builds to draw its live line) and its
+//! distributed load (`--agents`, recorded outside the runner) make their measurement
+//! through [`measurement`] too, so all have the same metrics.
 
 use perflab_load::LoadSpec;
 use perflab_units::Phrase;

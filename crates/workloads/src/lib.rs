@@ -5,6 +5,11 @@
 //! how to do its job and what it measured. Workloads are plain values built from
 //! rendered (placeholder-free) specifications, so they can also be used directly as a
 //! library.
+//!
+//! [`spec`] is the seam: [`spec::Kind`] is the one list of workload kinds (name,
+//! options, metrics, programs) that experiment files, the runner and the CLI all read,
+//! and a [`spec::TrialSpec`] is one trial as data — run here by the runner, or on
+//! another host by `perflab worker` (docs/architecture.md, "the trial seam").
 
 pub mod command;
 pub mod compress;

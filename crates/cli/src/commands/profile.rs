@@ -4,8 +4,11 @@
 //! stacks and a flame graph; store the profile as a one-trial run of kind `profile`.
 //! `perflab profile report PERF_DATA|RUN` reduces an existing recording again.
 //!
-//! This file only turns flags into a `ProfileSpec` and `ReportOptions`, prints, and
-//! stores; recording and reduction live in the library, which experiments use too.
+//! This file only turns flags into a `ProfileSpec` and `ReportOptions` and prints;
+//! the recording is a one-trial run of kind `profile` (`perflab_lab::single`, with
+//! `--on HOST` through `perflab worker` there), whose workload
+//! (`perflab_workloads::profile`) records and measures; reduction lives in
+//! `perflab-profile`, which experiments use too.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

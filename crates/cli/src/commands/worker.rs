@@ -1,8 +1,9 @@
-//! `perflab worker` (hidden): the far end of `perflab run --on` — one trial from a JSON
-//! spec on stdin to JSON events on stdout, stopped by the end of its stdin
-//! (perflab_fleet::worker) — and of `[service] host` / `[monitor] host`: a session that
+//! `perflab worker` (hidden): the far end of every trial on a host — `perflab run --on`
+//! and the one-trial commands' `--on` (`http`, `disk`, `doctor`, `profile`) — one trial
+//! from a JSON spec on stdin to JSON events on stdout, stopped by the end of its stdin
+//! (perflab_fleet::worker); of `[service] host` / `[monitor] host`: a session that
 //! runs the service under test and its monitor here until its stdin ends
-//! (perflab_fleet::session).
+//! (perflab_fleet::session); and of a distributed load's agent (perflab_fleet::agent).
 
 use std::process::ExitCode;
 

@@ -6,6 +6,12 @@
 //! transaction, the moment it ends. A failed trial is recorded with its error and the
 //! run goes on. An interrupt stops the current trial and service and marks the run
 //! `interrupted`; `--resume` later runs what is missing under the same run id.
+//!
+//! Every measuring command comes through here: an experiment file, an experiment a
+//! command built as a value, and a single-shot command's one-trial run
+//! ([`crate::single`]). What builds each trial's workload (perflab's own, or the
+//! fleet's remote trials), who opens sessions on hosts and who watches are handed in
+//! with a [`RunContext`].
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! `doctor`: rules that read the system's configuration and counters and say what is
 //! wrong, why it matters and the exact line that fixes it.
 //!
-//! The published tuning studies perflab reproduces (STUDIES.md §5 and §7) found their
+//! The published tuning studies perflab reproduces (docs/studies.md §5 and §7) found their
 //! problems with a handful of counters and sysctls: connection resets under ~400
 //! concurrent clients that went away with fs.file-max, netdev_max_backlog, somaxconn and
 //! tcp_max_syn_backlog raised; NFS retransmits above 3 % of calls; rising ReasmFails;

@@ -1,5 +1,5 @@
 //! Host counters over the watch: NFS client retransmits and nfsd pool saturation
-//! (STUDIES.md §7), softirq-bound CPUs and the accept thundering herd (§5), a saturated
+//! (docs/studies.md §7), softirq-bound CPUs and the accept thundering herd (§5), a saturated
 //! disk, active swapping.
 //!
 //! Rates come from [`crate::Sample::between`], so every figure here is the one

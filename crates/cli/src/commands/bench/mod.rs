@@ -1,11 +1,12 @@
 //! `perflab bench 'CMD A' 'CMD B' …`: "is B faster than A?" in one line — hyperfine's
 //! interface and short flags on perflab's statistics.
 //!
-//! A bench is not a second runner: the arguments become an experiment file (`file`),
-//! which the lab parses and the one runner runs (interleaved, Ctrl-C safe, stored as a
-//! run like any other; see docs/architecture.md). What comes back is read from the
-//! store (`stats`, the only link to the statistics code), printed (`output`) and
-//! exported (`export`).
+//! A bench is not a second runner: the arguments become an experiment value (`plan`
+//! expands them with the lab's planner; `file` builds the `Draft`, serialised into the
+//! stored file text), which the lab parses and the one runner runs (interleaved,
+//! Ctrl-C safe, stored as a run like any other; see docs/architecture.md). What comes
+//! back is read from the store (`stats`, the only link to the statistics code),
+//! printed (`output`) and exported (`export`).
 
 mod export;
 mod file;
