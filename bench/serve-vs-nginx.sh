@@ -13,6 +13,9 @@
 #
 # Settings (environment): ROUNDS=5 DURATION=5 CONNS=20 THREADS=1 WORKERS=2
 #                         LOADGENS="wrk perflab" FILES="small 4k 64k 1m hello"
+#                         NO_BUILD=1 (use the perflab already built in
+#                         $CARGO_TARGET_DIR/release: an A/B of two builds, as in
+#                         docs/benchmarks.md's build-time section)
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-5}
@@ -37,8 +40,10 @@ fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 # --- perflab -------------------------------------------------------------------
-say "building perflab (release)"
-(cd "$ROOT" && cargo build --release -q -p perflab-cli)
+if [ -z "${NO_BUILD:-}" ]; then
+    say "building perflab (release)"
+    (cd "$ROOT" && cargo build --release -q -p perflab-cli)
+fi
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 PERFLAB="$TARGET_DIR/release/perflab"
 [ -x "$PERFLAB" ] || { say "no binary at $PERFLAB"; exit 1; }
