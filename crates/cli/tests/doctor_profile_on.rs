@@ -60,17 +60,9 @@ fn doctor_on_b_stores_a_run_whose_trial_ran_on_b_through_the_worker() {
     drop(hosts);
 }
 
-fn perf_works() -> bool {
-    std::process::Command::new("perf")
-        .args(["record", "-e", "cpu-clock", "-o", "/dev/null", "--", "true"])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 #[test]
 fn profile_on_b_stores_a_run_whose_trial_ran_on_b_through_the_worker() {
-    if !perf_works() {
-        eprintln!("skipped: perf cannot record here (install linux-perf, run as root)");
+    if !require::perf_records() {
         return;
     }
     let lab = Lab::new();
