@@ -110,7 +110,7 @@ pub fn within_run(
 ) -> Result<Design, SelectError> {
     if factor == by {
         return Err(SelectError(format!(
-            "--interaction and --by name the same parameter {factor:?}"
+            "the factor and the parameter it is split by name the same parameter {factor:?}"
         )));
     }
     let configs = run.matching(sel)?;

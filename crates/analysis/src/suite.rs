@@ -13,6 +13,7 @@
 
 use perflab_stats::{compare_metric, geometric_mean_ratio, CompareOptions, Outcome};
 use perflab_store::{HostInfo, RunExport};
+use perflab_units::Phrase;
 use serde_json::Value;
 
 use crate::compare::Sample;
@@ -167,18 +168,37 @@ pub struct Comparison {
     pub confidence: f64,
 }
 
-/// Why two runs cannot be compared as suites.
-pub fn refuse(a: &RunExport, b: &RunExport) -> Option<String> {
+/// Why two runs cannot be compared as suites; a quick suite is named by the option
+/// that asks for it, the field `quick` (a command names it by its flag).
+pub fn refuse(a: &RunExport, b: &RunExport) -> Option<Phrase> {
+    let form = |p: Phrase, quick: bool| {
+        if quick {
+            p.and_field("quick")
+        } else {
+            p.then("full")
+        }
+    };
     match (kind_of(a), kind_of(b)) {
-        (None, _) => Some(format!("run {} is not a machine-suite run ({:?})", a.run.id, a.run.name)),
-        (_, None) => Some(format!("run {} is not a machine-suite run ({:?})", b.run.id, b.run.name)),
-        (Some(x), Some(y)) if x != y => Some(format!(
-            "run {} is a {} suite and run {} a {} one: their items run for different times and cannot be compared (run both with or both without --quick)",
-            a.run.id,
-            if x { "--quick" } else { "full" },
-            b.run.id,
-            if y { "--quick" } else { "full" },
-        )),
+        (None, _) => Some(Phrase::text(format!(
+            "run {} is not a machine-suite run ({:?})",
+            a.run.id, a.run.name
+        ))),
+        (_, None) => Some(Phrase::text(format!(
+            "run {} is not a machine-suite run ({:?})",
+            b.run.id, b.run.name
+        ))),
+        (Some(x), Some(y)) if x != y => {
+            let p = form(Phrase::text(format!("run {} is a ", a.run.id)), x);
+            let p = form(p.then(format!(" suite and run {} a ", b.run.id)), y);
+            Some(
+                p.then(
+                    " one: their items run for different times and cannot be compared \
+                     (run both with or both without ",
+                )
+                .and_field("quick")
+                .then(")"),
+            )
+        }
         _ => None,
     }
 }
@@ -483,9 +503,16 @@ mod tests {
         let full = run("machine-suite", &[], 0.0, None);
         let quick = run("machine-suite-quick", &[], 0.0, None);
         let other = run("quickstart", &[], 0.0, None);
-        assert!(refuse(&full, &quick).unwrap().contains("--quick"));
+        // The option is a field; `perflab suite compare` names it `--quick`.
+        let why = refuse(&full, &quick).unwrap();
+        assert_eq!(why.subject(), Some("quick"));
+        let why = why.render(&|f| format!("--{f}"));
+        assert!(why.contains("is a full suite and run"), "{why}");
+        assert!(why.contains(" a --quick one: "), "{why}");
+        assert!(why.ends_with("both without --quick)"), "{why}");
         assert!(refuse(&other, &full)
             .unwrap()
+            .to_string()
             .contains("not a machine-suite run"));
         assert_eq!(refuse(&quick, &quick), None);
     }

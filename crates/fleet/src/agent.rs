@@ -50,7 +50,7 @@ pub fn segment_of(
     let Some(at) = tasks.iter().position(|t| *t == task) else {
         return Ok(None);
     };
-    let mut segs = crate::agents::segments(spec, weights)?;
+    let mut segs = crate::agents::segments(spec, weights).map_err(String::from)?;
     Ok(Some(segs.swap_remove(at)))
 }
 

@@ -17,6 +17,7 @@
 use std::path::{Path, PathBuf};
 
 use perflab_load::LoadSpec;
+use perflab_units::Phrase;
 
 use crate::inventory::{Inventory, InventoryError};
 use crate::slurm::Srun;
@@ -64,7 +65,11 @@ pub enum AgentHostsError {
     #[error("0: give at least one node")]
     NoNodes,
     #[error("{nodes}: {why}")]
-    TooManyNodes { nodes: u32, why: String },
+    TooManyNodes {
+        nodes: u32,
+        /// Which count cannot be shared, as a field (`connections`).
+        why: Phrase,
+    },
     #[error("{0}")]
     NoSrun(String),
     #[error("cannot find this perflab's path for the Slurm tasks: {0}")]
@@ -174,7 +179,8 @@ pub fn srun(
     if nodes == 0 {
         return Err(AgentHostsError::NoNodes);
     }
-    // -c / -n too small to give every node a share: refused before srun runs.
+    // A count (connections, requests) too small to give every node a share: refused
+    // before srun runs.
     crate::agents::segments(spec, &vec![1.0; nodes as usize])
         .map_err(|why| AgentHostsError::TooManyNodes { nodes, why })?;
     let perflab = match &ask.perflab {

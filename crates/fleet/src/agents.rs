@@ -39,6 +39,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use perflab_load::{decode_histogram, LoadSpec, Report};
+use perflab_units::Phrase;
 
 use crate::wire::{Order, Said};
 
@@ -68,24 +69,24 @@ pub fn split_count(total: u64, weights: &[f64]) -> Vec<u64> {
 
 /// Each agent's segment of `spec`: connections, rate, request count and most
 /// connections shared by `weights`; every other setting as given. An error (naming
-/// the flag) when a count is too small to give every agent one.
-pub fn segments(spec: &LoadSpec, weights: &[f64]) -> Result<Vec<LoadSpec>, String> {
+/// the count's field) when a count is too small to give every agent one.
+pub fn segments(spec: &LoadSpec, weights: &[f64]) -> Result<Vec<LoadSpec>, Phrase> {
     let n = weights.len();
-    let share = |what: &str, total: u64| -> Result<Vec<u64>, String> {
+    let share = |what: &'static str, total: u64| -> Result<Vec<u64>, Phrase> {
         let s = split_count(total, weights);
         if s.contains(&0) {
-            return Err(format!(
-                "{what} {total} cannot be shared by {n} agents with weights {weights:?}: \
+            return Err(Phrase::field(what).then(format!(
+                " {total} cannot be shared by {n} agents with weights {weights:?}: \
                  give each at least one"
-            ));
+            )));
         }
         Ok(s)
     };
-    let conns = share("-c", spec.connections as u64)?;
-    let requests = spec.requests.map(|r| share("-n", r)).transpose()?;
+    let conns = share("connections", spec.connections as u64)?;
+    let requests = spec.requests.map(|r| share("requests", r)).transpose()?;
     let max_conns = spec
         .max_connections
-        .map(|m| share("--max-connections", m as u64))
+        .map(|m| share("max_connections", m as u64))
         .transpose()?;
     let sum: f64 = weights.iter().sum();
     Ok((0..n)
@@ -415,7 +416,7 @@ pub fn run(link: &mut dyn Link, plan: &Plan, mut progress: impl FnMut(&str)) -> 
             }
             Err(e) => {
                 for i in &live {
-                    run.lose(*i, e.clone());
+                    run.lose(*i, e.to_string());
                 }
             }
         }
@@ -527,10 +528,13 @@ mod tests {
     }
 
     #[test]
-    fn too_few_connections_for_the_agents_name_the_flag() {
+    fn too_few_connections_for_the_agents_name_the_field() {
         let mut spec = LoadSpec::new("http://127.0.0.1:9/");
         spec.connections = 1;
+        // The field, as an experiment file names it; `perflab http --agents` says `-c`.
         let e = segments(&spec, &[1.0, 1.0]).unwrap_err();
-        assert!(e.starts_with("-c 1"), "{e}");
+        assert_eq!(e.subject(), Some("connections"));
+        let e = e.to_string();
+        assert!(e.starts_with("`connections` 1"), "{e}");
     }
 }

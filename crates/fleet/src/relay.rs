@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
+use perflab_units::Phrase;
 use serde_json::{Map, Value};
 
 use crate::inventory::{Host, Inventory};
@@ -62,29 +63,32 @@ pub fn stop_at_stdin_eof(stop: Arc<AtomicBool>) {
     });
 }
 
-/// The hosts `--on` names, from `--hosts FILE` or else `hosts.toml` in the current
-/// directory; every problem is the user's to fix (a usage error), said before any host
-/// is contacted.
-pub fn resolve(hosts_file: Option<&Path>, on: &[String]) -> Result<Vec<Host>, String> {
+/// The hosts the option `on` names, from the inventory file the option `hosts` names
+/// or else `hosts.toml` in the current directory; every problem is the user's to fix
+/// (a usage error), said before any host is contacted, with the options as fields (a
+/// command names them by its flags, `--on`, `--hosts`).
+pub fn resolve(hosts_file: Option<&Path>, on: &[String]) -> Result<Vec<Host>, Phrase> {
     let path = hosts_file.map_or_else(|| PathBuf::from("hosts.toml"), Path::to_path_buf);
     if hosts_file.is_none() && !path.exists() {
-        return Err(
-            "--on needs an inventory: no hosts.toml here; name one with --hosts FILE".into(),
-        );
+        return Err(Phrase::field("on")
+            .then(" needs an inventory: no hosts.toml here; name one with ")
+            .and_field("hosts")
+            .then(" FILE"));
     }
-    let inventory = Inventory::load(&path).map_err(|e| format!("--hosts {e}"))?;
+    let inventory =
+        Inventory::load(&path).map_err(|e| Phrase::field("hosts").then(format!(" {e}")))?;
     let mut hosts = Vec::new();
     for (i, name) in on.iter().enumerate() {
         if name.trim().is_empty() {
-            return Err("--on: an empty host name".into());
+            return Err(Phrase::field("on").then(": an empty host name"));
         }
         if on[..i].contains(name) {
-            return Err(format!("--on: {name} is named twice"));
+            return Err(Phrase::field("on").then(format!(": {name} is named twice")));
         }
         hosts.push(
             inventory
                 .get(name)
-                .map_err(|e| format!("--on {name}: {e}"))?
+                .map_err(|e| Phrase::field("on").then(format!(" {name}: {e}")))?
                 .clone(),
         );
     }
@@ -329,13 +333,19 @@ mod tests {
             )
         };
         assert_eq!(on(&["b"]).unwrap()[0].name, "b");
+        // The options are fields; a command names them by its flags.
+        let flag = |f: &str| format!("--{f}");
         let e = on(&["zz"]).unwrap_err();
+        assert_eq!(e.subject(), Some("on"));
+        let e = e.render(&flag);
         assert!(
             e.contains("--on zz") && e.contains("not in the inventory (hosts: a, b)"),
             "{e}"
         );
-        assert!(on(&["a", "a"]).unwrap_err().contains("twice"));
-        let e = resolve(Some(&dir.path().join("nope.toml")), &["a".into()]).unwrap_err();
+        assert!(on(&["a", "a"]).unwrap_err().render(&flag).contains("twice"));
+        let e = resolve(Some(&dir.path().join("nope.toml")), &["a".into()])
+            .unwrap_err()
+            .render(&flag);
         assert!(e.starts_with("--hosts ") && e.contains("nope.toml"), "{e}");
     }
 

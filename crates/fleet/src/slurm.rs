@@ -71,7 +71,7 @@ pub fn find_srun() -> Result<PathBuf, String> {
         .map(|d| d.join("srun"))
         .find(|p| is_executable(p))
         .ok_or_else(|| {
-            "srun not found on PATH: --engine slurm needs Slurm's client commands \
+            "srun not found on PATH: the Slurm engine needs Slurm's client commands \
              (Debian: slurm-client)"
                 .to_string()
         })

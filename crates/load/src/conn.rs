@@ -31,6 +31,7 @@
 //! ([`Connection::take_failure`]).
 
 use crate::request::{Group, Prepared};
+use perflab_units::Phrase;
 use std::io;
 use std::time::Instant;
 
@@ -142,7 +143,7 @@ pub(crate) trait Connection {
     /// Drops the socket; returns the requests that were in flight.
     fn drop_socket(&mut self, driver: &mut Self::Driver) -> usize;
     /// Why the connection failed, when it said [`ErrorKind::Tls`] (taken once).
-    fn take_failure(&mut self) -> Option<String>;
+    fn take_failure(&mut self) -> Option<Phrase>;
     /// How many more requests it can take now: one when an HTTP/1.1 connection is
     /// idle, the free streams of an HTTP/2 one.
     fn free(&self) -> usize {

@@ -8,6 +8,7 @@
 use crate::conn::{ErrorKind, Sent};
 use crate::parse::Completed;
 use hdrhistogram::Histogram;
+use perflab_units::Phrase;
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
@@ -57,10 +58,10 @@ pub(crate) struct Totals {
     pub cpu: Duration,
     pub wall: Duration,
     /// Why the first TLS failure happened (the others are only counted).
-    pub tls_failure: Option<String>,
+    pub tls_failure: Option<Phrase>,
     /// Why the first connect failure that has a reason happened (an HTTP/2 preface
     /// that got no SETTINGS).
-    pub connect_failure: Option<String>,
+    pub connect_failure: Option<Phrase>,
     /// Per target, when the run has more than one (empty otherwise).
     pub per_target: Vec<TargetTotals>,
 }

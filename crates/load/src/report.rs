@@ -16,6 +16,7 @@ use crate::series::SecondPoint;
 use crate::siege::Siege;
 use hdrhistogram::serialization::{Serializer, V2Serializer};
 use hdrhistogram::Histogram;
+use perflab_units::Phrase;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -195,9 +196,34 @@ pub struct Report {
     pub(crate) histogram: Histogram<u64>,
     #[serde(skip)]
     pub(crate) histogram_uncorrected: Option<Histogram<u64>>,
+    /// The first TLS and connect failures with their options as fields, for a command
+    /// that names options its own way ([`Report::name_fields`]). Not in the JSON, whose
+    /// `tls_failure` and `warnings` name them as an experiment file does; a report read
+    /// back from JSON has none.
+    #[serde(skip)]
+    pub(crate) failures: Vec<Phrase>,
 }
 
 impl Report {
+    /// Names the options in the failure messages by `name` (a command's flag for a
+    /// field) instead of the experiment file's key form they are stored in: in
+    /// `tls_failure` and at the end of the warning that tells each. A report read back
+    /// from JSON keeps the key form.
+    pub fn name_fields(&mut self, name: &dyn Fn(&str) -> String) {
+        for p in &self.failures {
+            let stored = p.to_string();
+            let named = p.render(name);
+            if self.tls_failure.as_deref() == Some(stored.as_str()) {
+                self.tls_failure = Some(named.clone());
+            }
+            for w in &mut self.warnings {
+                if let Some(head) = w.strip_suffix(stored.as_str()) {
+                    *w = format!("{head}{named}");
+                }
+            }
+        }
+    }
+
     /// Builds a report from the phases of a run (one for a plain run).
     pub(crate) fn from_phases(
         phases: &[&PhaseResult],
@@ -260,7 +286,13 @@ impl Report {
             broke_at: None,
             slo: None,
             series,
-            tls_failure: totals.tls_failure,
+            tls_failure: totals.tls_failure.as_ref().map(ToString::to_string),
+            failures: totals
+                .tls_failure
+                .iter()
+                .chain(&totals.connect_failure)
+                .cloned()
+                .collect(),
             io: Io::Epoll,
             histogram: hist,
             histogram_uncorrected: unc,

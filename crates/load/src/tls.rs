@@ -21,6 +21,7 @@
 //! The non-blocking I/O over these configs lives in `transport`.
 
 use crate::error::SpecError;
+use perflab_units::Phrase;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{ring, verify_tls12_signature, verify_tls13_signature, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
@@ -36,8 +37,8 @@ pub(crate) struct TlsTarget {
     pub config: Arc<ClientConfig>,
     /// SNI and verification name: a DNS name, or an IP address (no SNI is sent).
     pub name: ServerName<'static>,
-    /// Told with a certificate failure: how to fix it.
-    pub hint: Arc<str>,
+    /// Told with a certificate failure: how to fix it (its options as fields).
+    pub hint: Arc<Phrase>,
 }
 
 /// Builds the run's client config. `cacert` adds CAs; `insecure` skips verification.
@@ -45,7 +46,7 @@ pub(crate) fn client_config(
     insecure: bool,
     cacert: Option<&Path>,
     alpn: &[&[u8]],
-) -> Result<(Arc<ClientConfig>, Arc<str>), SpecError> {
+) -> Result<(Arc<ClientConfig>, Arc<Phrase>), SpecError> {
     let provider = Arc::new(ring::default_provider());
     let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()
@@ -56,7 +57,7 @@ pub(crate) fn client_config(
             .dangerous()
             .with_custom_certificate_verifier(verifier)
             .with_no_client_auth();
-        (config, String::new())
+        (config, Phrase::default())
     } else {
         let (roots, hint) = root_store(cacert)?;
         (
@@ -65,29 +66,33 @@ pub(crate) fn client_config(
         )
     };
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-    Ok((Arc::new(config), hint.into()))
+    Ok((Arc::new(config), Arc::new(hint)))
 }
 
 /// The system roots plus `cacert`; and the hint given with a certificate failure.
-fn root_store(cacert: Option<&Path>) -> Result<(RootCertStore, String), SpecError> {
+fn root_store(cacert: Option<&Path>) -> Result<(RootCertStore, Phrase), SpecError> {
     let mut roots = RootCertStore::empty();
     // Unreadable entries of the system store are skipped: they cannot be fixed here,
     // and the hint below says when nothing at all was found.
     let (system, _unparsable) =
         roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
-    let mut hint = "pass --insecure to skip verification, or --cacert FILE to trust the \
-                    server's CA"
-        .to_string();
+    let mut hint = Phrase::text("pass ")
+        .and_field("insecure")
+        .then(" to skip verification, or ")
+        .and_field("cacert")
+        .then(" FILE to trust the server's CA");
     if system == 0 {
-        hint.push_str(" (no CA certificates were found in the system trust store)");
+        hint = hint.then(" (no CA certificates were found in the system trust store)");
     }
     if let Some(path) = cacert {
         let added = add_pem(&mut roots, path)?;
-        hint = format!(
+        hint = Phrase::text(format!(
             "the server's certificate is not signed by a CA of `{}` ({added} certificate(s)) \
-             or of the system store; pass --insecure to skip verification",
+             or of the system store; pass ",
             path.display()
-        );
+        ))
+        .and_field("insecure")
+        .then(" to skip verification");
     }
     Ok((roots, hint))
 }
@@ -124,26 +129,31 @@ pub(crate) fn server_name(url: &str, host: &str) -> Result<ServerName<'static>, 
     })
 }
 
-/// The message for a failed TLS connection.
-pub(crate) fn describe(e: &rustls::Error, hint: &str) -> String {
+/// The message for a failed TLS connection, its options as fields.
+pub(crate) fn describe(e: &rustls::Error, hint: &Phrase) -> Phrase {
     match e {
         rustls::Error::InvalidCertificate(c) if c.to_string().contains("CaUsedAsEndEntity") => {
-            format!(
+            Phrase::text(format!(
                 "certificate verify failed: {c} — the server presents a CA certificate as its \
                  own (a self-signed `openssl req -x509` one?); serve a certificate signed by \
-                 that CA, or pass --insecure"
-            )
+                 that CA, or pass "
+            ))
+            .and_field("insecure")
         }
         rustls::Error::InvalidCertificate(c) => {
-            format!("certificate verify failed: {c} — {hint}")
+            Phrase::text(format!("certificate verify failed: {c} — ")).and(hint.clone())
         }
         rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol) => {
-            "TLS handshake failed: the server speaks none of the protocols offered by ALPN \
-             (with `--http2` only `h2` is offered: the server did not choose HTTP/2 by ALPN; \
-             drop `--http2` to fall back to HTTP/1.1)"
-                .to_string()
+            Phrase::text(
+                "TLS handshake failed: the server speaks none of the protocols offered by ALPN \
+                 (with ",
+            )
+            .and_setting("http", "2")
+            .then(" only `h2` is offered: the server did not choose HTTP/2 by ALPN; drop ")
+            .and_setting("http", "2")
+            .then(" to fall back to HTTP/1.1)")
         }
-        other => format!("TLS handshake failed: {other}"),
+        other => Phrase::text(format!("TLS handshake failed: {other}")),
     }
 }
 
@@ -234,11 +244,14 @@ mod tests {
             ServerName::DnsName(_)
         ));
         let e = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
-        let m = describe(&e, "pass --insecure");
+        let m = describe(&e, &Phrase::text("pass ").and_field("insecure"));
+        // The library names the option as an experiment file does; a command its flag.
+        assert_eq!(m.subject(), Some("insecure"));
+        let m = m.to_string();
         assert!(
             m.starts_with("certificate verify failed: UnknownIssuer"),
             "{m}"
         );
-        assert!(m.ends_with("pass --insecure"), "{m}");
+        assert!(m.ends_with("pass `insecure`"), "{m}");
     }
 }

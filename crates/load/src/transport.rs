@@ -24,6 +24,7 @@
 
 use crate::tls::{describe, TlsTarget};
 use mio::net::{TcpStream, UnixStream};
+use perflab_units::Phrase;
 use rustls::ClientConnection;
 use std::io::{self, Read, Write};
 use std::sync::Arc;
@@ -123,7 +124,7 @@ impl Transport {
     }
 
     /// Why the last TLS operation failed.
-    pub fn failure(&mut self) -> Option<String> {
+    pub fn failure(&mut self) -> Option<Phrase> {
         match self {
             Transport::Plain(_) | Transport::Unix(_) => None,
             Transport::Tls(t) => t.failure.take(),
@@ -137,7 +138,7 @@ pub(crate) struct TlsStream {
     conn: ClientConnection,
     sock: TcpStream,
     target: Arc<TlsTarget>,
-    failure: Option<String>,
+    failure: Option<Phrase>,
 }
 
 impl TlsStream {
@@ -154,7 +155,7 @@ impl TlsStream {
     }
 
     /// Records why the session failed; returns the marker error.
-    fn fail(&mut self, message: String) -> io::Error {
+    fn fail(&mut self, message: Phrase) -> io::Error {
         self.failure.get_or_insert(message);
         io::Error::new(io::ErrorKind::InvalidData, TlsFailure)
     }
@@ -194,7 +195,7 @@ impl TlsStream {
             match self.push() {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) => return Err(self.fail(format!("TLS handshake failed: {e}"))),
+                Err(e) => return Err(self.fail(format!("TLS handshake failed: {e}").into())),
             }
             if !self.conn.is_handshaking() {
                 return Ok(true);
@@ -210,7 +211,7 @@ impl TlsStream {
                 Ok(_) => self.process()?,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(self.fail(format!("TLS handshake failed: {e}"))),
+                Err(e) => return Err(self.fail(format!("TLS handshake failed: {e}").into())),
             }
         }
     }

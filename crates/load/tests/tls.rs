@@ -221,9 +221,23 @@ fn unknown_ca_is_a_tls_error_with_a_hint() {
         why.starts_with("certificate verify failed: UnknownIssuer"),
         "{why}"
     );
+    // The library names the options as an experiment file does (`perflab http` says
+    // `--insecure`, `--cacert`).
     assert!(
-        why.contains("--insecure") && why.contains("--cacert"),
+        why.contains("`insecure`") && why.contains("`cacert`"),
         "{why}"
+    );
+    let mut named = r.clone();
+    named.name_fields(&|f| format!("--{f}"));
+    let why = named.tls_failure.as_deref().unwrap_or_default();
+    assert!(
+        why.contains("pass --insecure to skip verification, or --cacert FILE"),
+        "{why}"
+    );
+    assert!(
+        named.warnings.iter().any(|w| w.ends_with(why)),
+        "{:?}",
+        named.warnings
     );
     assert!(
         r.warnings.iter().any(|w| w.contains("UnknownIssuer")),

@@ -24,22 +24,51 @@ pub mod markdown;
 pub mod thresholds;
 
 use perflab_store::{RunId, Store, StoreError};
+use perflab_units::Phrase;
 
 pub use data::ReportData;
 
-/// Errors of the report.
+/// Errors of the report. A baseline error is about the option `baseline`, kept as a
+/// field ([`ReportError::render`] names it a command's way; `Display` as a key).
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("--baseline {0:?}: expected key=value[,key=value...], e.g. --baseline level=6")]
+    #[error("{}", self.phrase())]
     BadBaseline(String),
-    #[error("--baseline {given:?} matches no config of run {run}; its configs are: {configs}")]
+    #[error("{}", self.phrase())]
     NoSuchBaseline {
         given: String,
         run: RunId,
         configs: String,
     },
+}
+
+impl ReportError {
+    /// The message with its options as fields.
+    pub fn phrase(&self) -> Phrase {
+        match self {
+            ReportError::Store(e) => Phrase::text(e.to_string()),
+            ReportError::BadBaseline(given) => Phrase::field("baseline")
+                .then(format!(
+                    " {given:?}: expected key=value[,key=value...], e.g. "
+                ))
+                .and_field("baseline")
+                .then(" level=6"),
+            ReportError::NoSuchBaseline {
+                given,
+                run,
+                configs,
+            } => Phrase::field("baseline").then(format!(
+                " {given:?} matches no config of run {run}; its configs are: {configs}"
+            )),
+        }
+    }
+
+    /// The message with each option named by `name` (a command's flag for a field).
+    pub fn render(&self, name: &dyn Fn(&str) -> String) -> String {
+        self.phrase().render(name)
+    }
 }
 
 pub type Result<T> = std::result::Result<T, ReportError>;
@@ -75,4 +104,22 @@ pub fn render_markdown(store: &Store, run: RunId, opts: &Options) -> Result<Stri
 pub fn render_html(store: &Store, run: RunId, opts: &Options) -> Result<String> {
     let d = ReportData::load(store, run, opts)?;
     Ok(html::render(&d))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ReportError;
+
+    #[test]
+    fn baseline_errors_name_the_option_as_a_field() {
+        let e = ReportError::BadBaseline("nonsense".into());
+        assert!(
+            e.to_string().starts_with("`baseline` \"nonsense\": "),
+            "{e}"
+        );
+        assert_eq!(
+            e.render(&|f| format!("--{f}")),
+            "--baseline \"nonsense\": expected key=value[,key=value...], e.g. --baseline level=6"
+        );
+    }
 }

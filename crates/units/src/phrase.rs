@@ -61,6 +61,12 @@ impl Phrase {
         self
     }
 
+    /// Appends another phrase, its fields kept.
+    pub fn and(mut self, other: Phrase) -> Phrase {
+        self.0.extend(other.0);
+        self
+    }
+
     /// The pieces, in order.
     pub fn parts(&self) -> &[Part] {
         &self.0

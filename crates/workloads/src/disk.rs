@@ -209,7 +209,10 @@ fn measure(spec: &DiskSpec, ctl: &Control, t: &target::Target) -> Result<DiskRep
     };
     let mut r = assemble(spec, t, out, seconds, iostat, problem);
     r.resident_before = resident_before;
-    r.warnings = report::warnings(spec, &r, t.device.is_some());
+    r.warnings = report::warnings(&r)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     Ok(r)
 }
 

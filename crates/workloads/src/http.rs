@@ -48,7 +48,7 @@ impl HttpWorkload {
         let (rest, agents) = split_agents(options)?;
         if let Some(a) = agents {
             return Err(format!(
-                "`agents` ({}): a distributed load runs from inventory hosts, and this run has no inventory (`perflab run` reads --hosts FILE, hosts.toml beside the experiment, or its own [[hosts]])",
+                "`agents` ({}): a distributed load runs from inventory hosts, and this run has no inventory (`perflab run` reads the inventory its command line names, hosts.toml beside the experiment, or the file's own [[hosts]])",
                 a.names.join(", ")
             ));
         }

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::command::{run_tree, which, Leftovers};
 use crate::{Measurement, MetricValue, TrialContext, Workload, WorkloadError};
+use perflab_units::Phrase;
 
 pub mod preflight;
 
@@ -36,7 +37,9 @@ pub enum ScimarkError {
     MissingToolchain {
         lang: String,
         tool: String,
-        hint: String,
+        /// How to get it; its options as fields (the `java` binary), which
+        /// [`ScimarkError::render`] names a command's way.
+        hint: Phrase,
     },
     #[error("unknown language {0:?}: expected one of c, java, rust, go, js, python")]
     UnknownLanguage(String),
@@ -52,6 +55,20 @@ pub enum ScimarkError {
     Verify { lang: String, message: String },
     #[error("{0}")]
     Io(String),
+}
+
+impl ScimarkError {
+    /// The message with the options it names (a missing toolchain's hint) named by
+    /// `name`, a command's flag for a field; the `Display` form names the key.
+    pub fn render(&self, name: &dyn Fn(&str) -> String) -> String {
+        match self {
+            ScimarkError::MissingToolchain { lang, tool, hint } => format!(
+                "{lang}: toolchain not found: {tool} is not on the PATH ({})",
+                hint.render(name)
+            ),
+            other => other.to_string(),
+        }
+    }
 }
 
 /// Build-time options.
@@ -121,11 +138,11 @@ fn cache_root(opts: &BuildOptions) -> PathBuf {
     base.join("perflab").join("scimark")
 }
 
-fn need(lang: &str, tool: &str, hint: &str) -> Result<PathBuf, ScimarkError> {
+fn need(lang: &str, tool: &str, hint: Phrase) -> Result<PathBuf, ScimarkError> {
     which(tool).ok_or_else(|| ScimarkError::MissingToolchain {
         lang: lang.into(),
         tool: tool.into(),
-        hint: hint.into(),
+        hint,
     })
 }
 
@@ -173,13 +190,15 @@ pub fn build(lang: &str, opts: &BuildOptions) -> Result<Built, ScimarkError> {
     }
     let cflags = opts.cflags.clone().unwrap_or_else(|| "-O3".into());
     let (tool, hint) = toolchain(lang);
-    let tool_path = need(lang, &tool, hint)?;
+    let tool_path = need(lang, &tool, Phrase::text(hint))?;
     let java = opts.java.clone().unwrap_or_else(|| "java".into());
     if lang == "java" {
         need(
             lang,
             &java,
-            "apt-get install default-jre-headless, or pass --java PATH",
+            Phrase::text("apt-get install default-jre-headless, or pass ")
+                .and_field("java")
+                .then(" PATH"),
         )?;
     }
     let dir = cache_dir(lang, &tool_path, &cflags, opts);

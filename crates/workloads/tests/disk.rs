@@ -299,8 +299,14 @@ fn the_classic_traps_are_named() {
     s.pattern = Pattern::Zero;
     let r = disk::run(&s, &Control::default()).unwrap();
     let all = r.warnings.join("\n");
-    assert!(all.contains("this measured memory, not the disk; use --fdatasync-end or --direct"));
+    assert!(all.contains("this measured memory, not the disk; use `fdatasync_end` or `direct`"));
     assert!(all.contains("all-zero data"));
+    assert!(all.contains("use `pattern` random"), "{all}");
+    let mut named = r.clone();
+    named.name_fields(&|f| perflab_units::flag_for(&[], f));
+    let all = named.warnings.join("\n");
+    assert!(all.contains("this measured memory, not the disk; use --fdatasync-end or --direct"));
+    assert!(all.contains("use --pattern random"), "{all}");
 }
 
 #[test]

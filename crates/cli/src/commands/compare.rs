@@ -267,6 +267,13 @@ fn gate(pct: Option<f64>, reports: &[(String, PairReport)]) -> anyhow::Result<Ex
 
 /// `--interaction PARAM [--by PARAM2]`.
 fn interaction_cmd(store: &Store, a: &CompareArgs, factor: &str) -> anyhow::Result<ExitCode> {
+    if a.by.as_deref() == Some(factor) {
+        // The analysis refuses it too, in its own words; here the flags are named.
+        return Err(InvalidInput(format!(
+            "--interaction and --by name the same parameter {factor:?}"
+        ))
+        .into());
+    }
     let x = spec(&a.sides[0])?;
     let xd = RunData::load(store, x.run)?;
     let yd;

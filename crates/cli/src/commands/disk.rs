@@ -190,7 +190,7 @@ pub fn run(g: &Global, a: &DiskArgs) -> anyhow::Result<ExitCode> {
 /// environment, and maps the outcome to the exit status.
 fn report(g: &Global, a: &DiskArgs, store: &Store, shot: &Shot) -> anyhow::Result<ExitCode> {
     let run_id = shot.outcome.run_id;
-    let Some(report) = disk_report(shot) else {
+    let Some(mut report) = disk_report(shot) else {
         if shot.status == TrialStatus::Interrupted {
             eprintln!("interrupted: nothing was measured (run {run_id} is marked interrupted); the file was removed");
             return Ok(ExitCode::from(INTERRUPTED));
@@ -209,6 +209,8 @@ fn report(g: &Global, a: &DiskArgs, store: &Store, shot: &Shot) -> anyhow::Resul
             }),
         )
         .context("cannot record the run into the store")?;
+    // The trial's report names options by key; this command names them by flag.
+    report.name_fields(&flag_of);
     let mut out = std::io::stdout().lock();
     if a.json {
         serde_json::to_writer_pretty(&mut out, &report)?;

@@ -389,7 +389,7 @@ pub fn run(g: &crate::Global, args: &HttpArgs) -> anyhow::Result<ExitCode> {
     crate::commands::on_host::clean(fleet.as_ref());
     let shot = shot.context("cannot run the load test")?;
     let kept = live.kept.lock().ok().and_then(|mut k| k.take());
-    let report = match kept {
+    let mut report = match kept {
         Some(Ok(r)) => r,
         Some(Err(LoadError::Spec(e))) => return Err(invalid(e)),
         Some(Err(e)) => {
@@ -401,6 +401,8 @@ pub fn run(g: &crate::Global, args: &HttpArgs) -> anyhow::Result<ExitCode> {
             None => return Ok(ExitCode::from(INTERRUPTED)),
         },
     };
+    // The load library names options as an experiment file does; here they are flags.
+    report.name_fields(&flag);
     if !g.quiet {
         eprintln!(
             "recorded as run {} in {}",

@@ -93,7 +93,20 @@ fn hosts_error(e: AgentHostsError) -> anyhow::Error {
             "--agent-weights has {weights} weights for {agents} agents: give one per agent, in the order of --agents"
         )),
         AgentHostsError::NoPerflab(_) => anyhow::anyhow!("{e} (give --perflab PATH)"),
+        AgentHostsError::TooManyNodes { nodes, why } => bad(format!(
+            "{}: {nodes}: {}",
+            flag(e.field()),
+            why.render(&share_flag)
+        )),
         _ => bad(format!("{}: {e}", flag(e.field()))),
+    }
+}
+
+/// This command's flag for a count the agents share (`connections` is `-c` here).
+fn share_flag(field: &str) -> String {
+    match field {
+        "connections" => "-c".into(),
+        other => super::http::flag(other),
     }
 }
 

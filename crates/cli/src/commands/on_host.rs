@@ -118,8 +118,9 @@ impl OnArgs {
     /// The hosts named and a relay to them: a bad inventory or an unknown host is a
     /// usage error, before anything is sent.
     pub fn relay(&self, stop: Arc<AtomicBool>) -> anyhow::Result<(Relay, Vec<Host>)> {
-        let hosts =
-            perflab_fleet::relay::resolve(self.hosts.as_deref(), &self.on).map_err(InvalidInput)?;
+        // The fleet names the options `on` and `hosts` as fields; here they are flags.
+        let hosts = perflab_fleet::relay::resolve(self.hosts.as_deref(), &self.on)
+            .map_err(|e| InvalidInput(e.render(&|f| perflab_units::flag_for(&[], f))))?;
         let scratch = std::env::temp_dir().join(format!("perflab-relay-{}", std::process::id()));
         let relay = Relay {
             ssh: Ssh {

@@ -95,7 +95,7 @@ pub fn run(g: &Global, a: &ReportArgs) -> anyhow::Result<ExitCode> {
 fn usage(e: ReportError) -> anyhow::Error {
     match e {
         ReportError::BadBaseline(_) | ReportError::NoSuchBaseline { .. } => {
-            anyhow::Error::new(InvalidInput(e.to_string()))
+            anyhow::Error::new(InvalidInput(e.render(&|f| perflab_units::flag_for(&[], f))))
         }
         ReportError::Store(s) => anyhow::Error::new(s),
     }

@@ -80,6 +80,11 @@ pub struct RunArgs {
     accept_new_host_keys: bool,
 }
 
+/// This command's flag for a field the lab's messages name (`on`, `quick`): `--field`.
+fn flag_of(field: &str) -> String {
+    perflab_units::flag_for(&[], field)
+}
+
 /// The factory (and opener of host sessions) of a run on hosts, its placement
 /// checked by crate fleet ([`perflab_fleet::Fleet::for_experiment`]): every problem is
 /// bad input.
@@ -103,7 +108,7 @@ pub fn run(g: &Global, a: &RunArgs) -> anyhow::Result<ExitCode> {
         }
         (None, Some(file)) => {
             let exp = if a.quick {
-                Experiment::quick_form(file)?
+                Experiment::quick_form(file, &flag_of)?
             } else {
                 Experiment::from_path(file)?
             };
@@ -139,7 +144,7 @@ pub fn run(g: &Global, a: &RunArgs) -> anyhow::Result<ExitCode> {
     let exp = if a.on.is_empty() {
         exp
     } else {
-        exp.on_hosts(&a.on)?
+        exp.on_hosts(&a.on, &flag_of)?
     };
     let fleet = fleet(a, &exp)?;
     let flag = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;

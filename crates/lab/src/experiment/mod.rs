@@ -13,6 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use perflab_units::Phrase;
 use perflab_workloads::command::Leftovers;
 use perflab_workloads::cpuset::CpuSet;
 use perflab_workloads::metrics::{MetricSpec, Source};
@@ -279,18 +280,27 @@ impl Experiment {
 
     /// The same experiment run on `hosts` (`perflab run --on`): `on = [...]` written
     /// into its `[experiment]` table, so the stored text says where it ran and a
-    /// resumed run runs there again.
-    pub fn on_hosts(&self, hosts: &[String]) -> Result<Experiment, FileError> {
+    /// resumed run runs there again. The hosts come from the caller's option for the
+    /// field `on`, which its messages name by `name_of` (a command's flag for a field).
+    pub fn on_hosts(
+        &self,
+        hosts: &[String],
+        name_of: &dyn Fn(&str) -> String,
+    ) -> Result<Experiment, FileError> {
         let loc = Locator {
             path: &self.path,
             text: &self.text,
         };
         if !self.on.is_empty() {
-            return Err(loc.nowhere(format!(
-                "--on {}: the file already says `on = {:?}`; give the hosts once",
-                hosts.join(","),
-                self.on
-            )));
+            return Err(loc.nowhere(
+                Phrase::field("on")
+                    .then(format!(
+                        " {}: the file already says `on = {:?}`; give the hosts once",
+                        hosts.join(","),
+                        self.on
+                    ))
+                    .render(name_of),
+            ));
         }
         let line = format!(
             "on = [{}]",
@@ -312,7 +322,11 @@ impl Experiment {
             }
         }
         if !done {
-            return Err(loc.nowhere("--on: no `[experiment]` header line to add `on` under"));
+            return Err(loc.nowhere(
+                Phrase::field("on")
+                    .then(": no `[experiment]` header line to add `on` under")
+                    .render(name_of),
+            ));
         }
         Experiment::parse(&self.path, &out)
     }
@@ -353,8 +367,13 @@ impl Experiment {
     /// merge key by key, anything else replaces), then checked like any file. The file
     /// as written is checked first, so its errors keep their lines; an error only the
     /// merge brings is reported as one of the quick form. The stored text is the
-    /// merged file, so `--resume` continues the quick form.
-    pub fn quick_form(path: &Path) -> Result<Experiment, FileError> {
+    /// merged file, so `--resume` continues the quick form. The caller's option that
+    /// asks for it is the field `quick`, which the messages (and the stored text's
+    /// first comment) name by `name_of` (a command's flag for a field).
+    pub fn quick_form(
+        path: &Path,
+        name_of: &dyn Fn(&str) -> String,
+    ) -> Result<Experiment, FileError> {
         let full = Experiment::from_path(path)?;
         let loc = Locator {
             path,
@@ -369,8 +388,10 @@ impl Experiment {
             }
             None => {
                 return Err(loc.nowhere(
-                    "this experiment has no [quick] table: run it without --quick, or add one \
-                     (e.g. [quick.experiment] repetitions = 2)",
+                    Phrase::text("this experiment has no [quick] table: run it without ")
+                        .and_field("quick")
+                        .then(", or add one (e.g. [quick.experiment] repetitions = 2)")
+                        .render(name_of),
                 ))
             }
         };
@@ -395,8 +416,9 @@ impl Experiment {
             );
         }
         let text = format!(
-            "# the quick form of {} ([quick] merged over it by perflab run --quick)\n{}",
+            "# the quick form of {} ([quick] merged over it by perflab run {})\n{}",
             path.display(),
+            name_of("quick"),
             toml::to_string(&doc)
                 .map_err(|e| loc.nowhere(format!("cannot write the quick form: {e}")))?
         );

@@ -21,6 +21,7 @@ use crate::spec::HttpVersion;
 use crate::transport::{is_tls_failure, TlsStream, Transport};
 use mio::net::{TcpStream, UnixStream};
 use mio::{Interest, Token};
+use perflab_units::Phrase;
 use std::io;
 use std::time::Instant;
 
@@ -57,7 +58,7 @@ pub(crate) struct EpollConn {
     streams: usize,
     h2_window: u32,
     /// Why the connect failed, for the report.
-    failure: Option<String>,
+    failure: Option<Phrase>,
 }
 
 fn io_kind(e: &io::Error) -> ErrorKind {
@@ -179,9 +180,9 @@ impl EpollConn {
             Some(true) => true,
             Some(false) if self.http == HttpVersion::Http2 => {
                 self.failure = Some(
-                    "the server did not choose HTTP/2 by ALPN (`--http2` offers only `h2`; \
-                     drop it to fall back to HTTP/1.1)"
-                        .into(),
+                    Phrase::text("the server did not choose HTTP/2 by ALPN (")
+                        .and_setting("http", "2")
+                        .then(" offers only `h2`; drop it to fall back to HTTP/1.1)"),
                 );
                 return Err(ErrorKind::Tls);
             }
@@ -252,10 +253,12 @@ impl EpollConn {
                 match r {
                     Err(_) | Ok(Progress::ClosedIdle) if !settled => {
                         self.failure = Some(
-                            "the server did not answer the HTTP/2 preface with SETTINGS (does \
-                             it speak h2c with prior knowledge on this port? drop `--http2` \
-                             for HTTP/1.1)"
-                                .into(),
+                            Phrase::text(
+                                "the server did not answer the HTTP/2 preface with SETTINGS \
+                                 (does it speak h2c with prior knowledge on this port? drop ",
+                            )
+                            .and_setting("http", "2")
+                            .then(" for HTTP/1.1)"),
                         );
                         Err(ErrorKind::Connect)
                     }
@@ -448,7 +451,7 @@ impl Connection for EpollConn {
         h2 + self.x.reset()
     }
 
-    fn take_failure(&mut self) -> Option<String> {
+    fn take_failure(&mut self) -> Option<Phrase> {
         self.failure
             .take()
             .or_else(|| self.stream.as_mut().and_then(Transport::failure))

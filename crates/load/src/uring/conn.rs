@@ -29,6 +29,7 @@ use crate::http1::{Exchange, INITIAL_BUF};
 use crate::parse::Completed;
 use crate::request::{Group, Prepared};
 use io_uring::types::RecvMsgOut;
+use perflab_units::Phrase;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -330,7 +331,7 @@ impl Connection for UringConn {
         n
     }
 
-    fn take_failure(&mut self) -> Option<String> {
+    fn take_failure(&mut self) -> Option<Phrase> {
         None
     }
 }

@@ -6,8 +6,9 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::iostat::Iostat;
-use super::spec::{DiskSpec, Mode, Pattern};
+use super::spec::{Mode, Pattern};
 use crate::{HistogramData, MetricValue};
+use perflab_units::Phrase;
 
 /// Per-I/O latency percentiles, µs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -91,6 +92,19 @@ pub struct DiskReport {
 }
 
 impl DiskReport {
+    /// Names the options in the trap warnings by `name` (a command's flag for a field)
+    /// instead of the stored key form. A warning is replaced only where it is exactly
+    /// the key form of one that [`warnings`] gives for this report; others stay.
+    pub fn name_fields(&mut self, name: &dyn Fn(&str) -> String) {
+        for p in warnings(self) {
+            let stored = p.to_string();
+            let named = p.render(name);
+            for w in self.warnings.iter_mut().filter(|w| **w == stored) {
+                w.clone_from(&named);
+            }
+        }
+    }
+
     /// Metrics stored per trial. `dev_*` are the device's iostat figures over the run
     /// (their `better` direction is nominal: they explain, they are not goals).
     pub fn metrics(&self) -> Vec<MetricValue> {
@@ -141,35 +155,62 @@ impl DiskReport {
     }
 }
 
-/// The warnings a finished run deserves.
-pub fn warnings(spec: &DiskSpec, r: &DiskReport, has_device: bool) -> Vec<String> {
+/// The warnings about the measurement traps a finished run fell into, computed from
+/// the report alone (so a report read back from JSON gives the same ones). The options
+/// they suggest are fields: the report stores them in the experiment file's words
+/// (`` `direct` ``), and `perflab disk` names its flags ([`DiskReport::name_fields`]).
+pub fn warnings(r: &DiskReport) -> Vec<Phrase> {
     let mut w = Vec::new();
-    let write = spec.mode.is_write();
-    if write && !spec.direct && !spec.dsync && !spec.fdatasync_end {
+    let write = r.mode.is_write();
+    if write && !r.direct && !r.dsync && !r.fdatasync_end {
         w.push(
-            "buffered writes ended with the data still dirty in the page cache: this measured memory, not the disk; use --fdatasync-end or --direct"
-                .to_string(),
+            Phrase::text(
+                "buffered writes ended with the data still dirty in the page cache: this \
+                 measured memory, not the disk; use ",
+            )
+            .and_field("fdatasync_end")
+            .then(" or ")
+            .and_field("direct"),
         );
     }
-    if !write && spec.cached {
+    if !write && r.cached {
         w.push(
-            "reads were served from the page cache (--cached): this measured memory, not the disk"
-                .to_string(),
+            Phrase::text("reads were served from the page cache (")
+                .and_field("cached")
+                .then("): this measured memory, not the disk"),
         );
-    } else if !write && !spec.direct {
+    } else if !write && !r.direct {
         if let Some(f) = r.resident_before.filter(|f| *f > 0.05) {
-            w.push(format!(
-                "{:.0} % of the file was still in the page cache when reading started (posix_fadvise DONTNEED did not drop it): part of this measured memory; try --direct",
-                f * 100.0
-            ));
+            w.push(
+                Phrase::text(format!(
+                    "{:.0} % of the file was still in the page cache when reading started \
+                     (posix_fadvise DONTNEED did not drop it): part of this measured memory; \
+                     try ",
+                    f * 100.0
+                ))
+                .and_field("direct"),
+            );
         }
     }
-    if spec.pattern == Pattern::Zero {
+    if r.pattern == Pattern::Zero {
         w.push(
-            "all-zero data: compressing or deduplicating file systems and devices (btrfs/ZFS compression, VDO, some SSDs) store far less than was written; use --pattern random"
-                .to_string(),
+            Phrase::text(
+                "all-zero data: compressing or deduplicating file systems and devices \
+                 (btrfs/ZFS compression, VDO, some SSDs) store far less than was written; use ",
+            )
+            .and_setting("pattern", "random"),
         );
     }
+    w.extend(device_warnings(r).into_iter().map(Phrase::text));
+    w
+}
+
+/// The warnings about the device behind the path: none, or one whose figures do not
+/// match the run's.
+fn device_warnings(r: &DiskReport) -> Vec<String> {
+    let mut w = Vec::new();
+    let write = r.mode.is_write();
+    let has_device = r.device.is_some();
     if !has_device {
         w.push(format!(
             "no block device behind {} ({}): no iostat figures; the data may never reach a disk",
@@ -179,8 +220,8 @@ pub fn warnings(spec: &DiskSpec, r: &DiskReport, has_device: bool) -> Vec<String
     }
     if let Some(x) = &r.iostat {
         let moved = if write { x.written_bytes } else { x.read_bytes };
-        let synced = !write || spec.direct || spec.dsync || spec.fdatasync_end;
-        let from_cache = !write && spec.cached;
+        let synced = !write || r.direct || r.dsync || r.fdatasync_end;
+        let from_cache = !write && r.cached;
         if synced && !from_cache && r.bytes >= 1 << 20 {
             let ratio = moved as f64 / r.bytes as f64;
             if ratio > 1.5 {

@@ -18,7 +18,9 @@ pub struct Checked {
 }
 
 /// Builds and verifies each of `langs` (`opts`: their build; `run_opts`: the problem
-/// sizes and kernels, run in verify-only mode), calling `building` before each build.
+/// sizes and kernels, run in verify-only mode), calling `building` before each build;
+/// an error that names an option (a missing toolchain's `java`) names it by `name_of` (the
+/// caller's flag for a field).
 /// `None`: interrupted (`ctx.interrupted`).
 pub fn preflight(
     langs: &[String],
@@ -26,6 +28,7 @@ pub fn preflight(
     run_opts: &RunOptions,
     ctx: &TrialContext,
     building: &mut dyn FnMut(&str),
+    name_of: &dyn Fn(&str) -> String,
 ) -> Option<Vec<Checked>> {
     let vopts = RunOptions {
         verify_only: true,
@@ -43,7 +46,7 @@ pub fn preflight(
             Ok(Ok((out, _))) => l.verify = Some(out),
             Ok(Err(WorkloadError::Interrupted)) => return None,
             Ok(Err(e)) => l.error = Some(e.to_string()),
-            Err(e) => l.error = Some(e.to_string()),
+            Err(e) => l.error = Some(e.render(name_of)),
         }
         checked.push(l);
     }

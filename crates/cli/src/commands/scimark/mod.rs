@@ -195,7 +195,10 @@ fn preflight(
             eprintln!("scimark: building {name}…");
         }
     };
-    let Some(langs) = preflight::preflight(&a.lang, &bopts, &ropts, &ctx, &mut building) else {
+    // The library names the `java` binary as a field; here it is `--java`.
+    let flag_of = |field: &str| perflab_units::flag_for(&[], field);
+    let Some(langs) = preflight::preflight(&a.lang, &bopts, &ropts, &ctx, &mut building, &flag_of)
+    else {
         return Ok(None);
     };
     for e in langs.iter().filter_map(|l| l.error.as_ref()) {

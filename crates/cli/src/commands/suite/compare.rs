@@ -40,6 +40,8 @@ pub fn run(g: &Global, a: &CompareArgs) -> anyhow::Result<ExitCode> {
     let ea = store.export_run(a.run_a)?;
     let eb = store.export_run(a.run_b)?;
     if let Some(why) = suite::refuse(&ea, &eb) {
+        // The analysis names the suite's quick form as the field `quick`: `--quick`.
+        let why = why.render(&|f| perflab_units::flag_for(&[], f));
         return Err(InvalidInput(why).into());
     }
     let c = suite::compare(&ea, &eb, 0.95);
