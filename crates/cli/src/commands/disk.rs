@@ -15,12 +15,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use perflab_lab::observe::Silent;
-use perflab_lab::runner::RunContext;
 use perflab_lab::single::{OneTrial, Shot};
 use perflab_store::{Store, TrialStatus};
 use perflab_workloads::disk::{self, ByteSize, DiskError, DiskReport, DiskSpec, Mode, Pattern};
-use perflab_workloads::spec::{Builtin, KindSpec, WorkloadFactory};
+use perflab_workloads::spec::{Builtin, KindSpec};
 use serde_json::json;
 
 use crate::exit::{InvalidInput, FAILURES, INTERRUPTED};
@@ -168,20 +166,8 @@ pub fn run(g: &Global, a: &DiskArgs) -> anyhow::Result<ExitCode> {
     }
     let store = Store::open(&g.store)
         .with_context(|| format!("cannot open the store {}", g.store.display()))?;
-    let shot = perflab_lab::single::run(
-        &one,
-        &exp,
-        &store,
-        &RunContext {
-            interrupted: flag,
-            observer: &Silent,
-            factory: fleet
-                .as_ref()
-                .map_or(&Builtin as &dyn WorkloadFactory, |f| f),
-            sites: fleet.as_ref().map(|f| f as &dyn perflab_lab::site::Sites),
-        },
-    );
-    crate::commands::on_host::clean(fleet.as_ref());
+    let shot =
+        crate::commands::on_host::run_one(&one, &exp, &store, flag, fleet.as_ref(), &Builtin);
     let shot = shot.context("cannot run the disk test")?;
     report(g, a, &store, &shot)
 }

@@ -24,13 +24,11 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use perflab_fleet::Fleet;
-use perflab_lab::observe::Silent;
-use perflab_lab::runner::RunContext;
 use perflab_lab::single::{OneTrial, Shot};
 use perflab_store::{Store, TrialStatus};
 use perflab_telemetry::doctor::{self, parse_watch, Diagnosis, Finding, Severity};
 use perflab_workloads::doctor::{self as doctor_kind, DoctorSpec};
-use perflab_workloads::spec::{Builtin, KindSpec, WorkloadFactory};
+use perflab_workloads::spec::{Builtin, KindSpec};
 use perflab_workloads::{TrialContext, Workload, WorkloadError};
 use serde_json::json;
 
@@ -149,7 +147,7 @@ fn here(g: &crate::Global, a: &DoctorArgs, watch: Duration) -> anyhow::Result<Ex
     };
     let one = a.one_trial(&spec, None);
     let exp = one.experiment()?;
-    let shot = perflab_lab::single::run(&one, &exp, &store, &run_context(stop, None))
+    let shot = on_host::run_one(&one, &exp, &store, stop, None, &Builtin)
         .context("cannot run the doctor")?;
     let m = match (shot.status, shot.measurement) {
         (TrialStatus::Interrupted, _) => return Ok(ExitCode::from(INTERRUPTED)),
@@ -197,16 +195,6 @@ fn unrecorded(
     );
     eprintln!("hint: --store PATH or PERFLAB_STORE names a store this user can write");
     Ok(ExitCode::from(exit_code(&d)))
-}
-
-/// The runner's context for a doctor trial, here or through `fleet`.
-fn run_context(stop: Arc<AtomicBool>, fleet: Option<&Fleet>) -> RunContext<'_> {
-    RunContext {
-        interrupted: stop,
-        observer: &Silent,
-        factory: fleet.map_or(&Builtin as &dyn WorkloadFactory, |f| f),
-        sites: fleet.map(|f| f as &dyn perflab_lab::site::Sites),
-    }
 }
 
 impl DoctorArgs {
@@ -303,13 +291,14 @@ fn on_hosts(
             came.push(Came::Interrupted);
             continue;
         }
-        let shot = perflab_lab::single::run(
+        let shot = on_host::run_one(
             &h.one,
             &h.exp,
             &store,
-            &run_context(stop.clone(), h.fleet.as_ref()),
+            stop.clone(),
+            h.fleet.as_ref(),
+            &Builtin,
         );
-        on_host::clean(h.fleet.as_ref());
         let shot = shot.with_context(|| format!("cannot run the doctor on {}", h.name))?;
         if !g.quiet {
             eprintln!(

@@ -14,24 +14,22 @@
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::Arc;
 
 use anyhow::Context;
-use perflab_lab::observe::Silent;
-use perflab_lab::runner::RunContext;
 use perflab_lab::single::{OneTrial, Shot};
 use perflab_load::{
-    parse_duration, parse_fraction, parse_header, parse_rate, Checked, HttpVersion, IoChoice,
-    LoadError, LoadSpec, Mode, Observer, Ramp, RampOver, Report, SecondPoint, Slo, SpecError, Step,
-    Threshold, Verdict,
+    parse_duration, parse_fraction, parse_header, parse_rate, HttpVersion, IoChoice, LoadError,
+    LoadSpec, Mode, Ramp, RampOver, Report, Slo, SpecError, Threshold, Verdict,
 };
 use perflab_store::TrialStatus;
-use perflab_workloads::spec::{Kind, TrialSpec, WorkloadFactory};
-use perflab_workloads::{Measurement, TrialContext, Workload, WorkloadError};
+use perflab_workloads::spec::Kind;
 use serde_json::json;
 
 use crate::exit::{InvalidInput, FAILURES, GATE_FAILED, INTERRUPTED};
+
+mod live;
+use live::LiveFactory;
 
 const HTTP_HELP: &str = "\
 Examples:
@@ -371,22 +369,7 @@ pub fn run(g: &crate::Global, args: &HttpArgs) -> anyhow::Result<ExitCode> {
         on: !g.quiet && !args.json && std::io::stderr().is_terminal(),
         kept: Arc::default(),
     };
-    let factory: &dyn WorkloadFactory = match &fleet {
-        Some(f) => f,
-        None => &live,
-    };
-    let shot = perflab_lab::single::run(
-        &one,
-        &exp,
-        &store,
-        &RunContext {
-            interrupted: stop,
-            observer: &Silent,
-            factory,
-            sites: fleet.as_ref().map(|f| f as &dyn perflab_lab::site::Sites),
-        },
-    );
-    crate::commands::on_host::clean(fleet.as_ref());
+    let shot = crate::commands::on_host::run_one(&one, &exp, &store, stop, fleet.as_ref(), &live);
     let shot = shot.context("cannot run the load test")?;
     let kept = live.kept.lock().ok().and_then(|mut k| k.take());
     let mut report = match kept {
@@ -574,46 +557,6 @@ fn print(args: &HttpArgs, spec: &LoadSpec, report: &Report) -> anyhow::Result<Ex
     })
 }
 
-/// Records a distributed load's report into the store as a one-trial run (the metrics
-/// and the whole histogram that an http workload stores; see
-/// docs/experiment-file.md), with the agents' parameters and artifacts.
-pub fn record_with(
-    g: &crate::Global,
-    spec: &LoadSpec,
-    report: &Report,
-    mut params: perflab_store::Params,
-    artifacts: Vec<perflab_workloads::ArtifactData>,
-) -> anyhow::Result<i64> {
-    let store = perflab_store::Store::open(&g.store)?;
-    params.insert("urls".into(), serde_json::json!(spec.urls));
-    params.insert("connections".into(), serde_json::json!(spec.connections));
-    params.insert("mode".into(), serde_json::json!(report.mode));
-    if let Some(r) = spec.rate {
-        params.insert("rate".into(), serde_json::json!(r));
-    }
-    if let Some(p) = &spec.unix_socket {
-        params.insert("unix_socket".into(), serde_json::json!(p));
-    }
-    let failed = report.failed();
-    let id = perflab_lab::record::one_shot(
-        &store,
-        perflab_lab::record::OneShot {
-            kind: "http",
-            name: format!("http {}", spec.urls.first().cloned().unwrap_or_default()),
-            params,
-            environment: serde_json::json!({ "args": std::env::args().skip(1).collect::<Vec<_>>() }),
-            measurement: {
-                let mut m = perflab_workloads::http::measurement(report);
-                m.artifacts.extend(artifacts);
-                m
-            },
-            duration_s: report.duration_s,
-            error: (failed > 0).then(|| format!("{failed} requests failed")),
-        },
-    )?;
-    Ok(id)
-}
-
 /// The flags the load library's fields (as an experiment file names them) stand for,
 /// where they are not `--field`.
 const FLAGS: &[(&str, &str)] = &[
@@ -636,138 +579,6 @@ fn invalid(e: SpecError) -> anyhow::Error {
         "{} (see `perflab http --help`)",
         e.render(&flag)
     )))
-}
-
-/// What the local trial's load engine returned, kept for this command to print.
-type Kept = Arc<Mutex<Option<Result<Report, LoadError>>>>;
-
-/// The factory of the local trial: the load engine with the live line on stderr, its
-/// report kept for printing. The trial's spec is the one this command checked.
-struct LiveFactory {
-    spec: LoadSpec,
-    checked: Option<Arc<Checked>>,
-    /// Draw the live line (a terminal, not `--quiet`, not `--json`).
-    on: bool,
-    kept: Kept,
-}
-
-impl WorkloadFactory for LiveFactory {
-    fn build(&self, _trial: &TrialSpec) -> Result<Box<dyn Workload>, WorkloadError> {
-        let checked = match &self.checked {
-            Some(c) => c.clone(),
-            None => Arc::new(
-                perflab_load::check(&self.spec)
-                    .map_err(|e| WorkloadError::Setup(format!("http load: {e}")))?,
-            ),
-        };
-        Ok(Box::new(LiveHttp {
-            spec: self.spec.clone(),
-            checked,
-            on: self.on,
-            kept: self.kept.clone(),
-        }))
-    }
-}
-
-/// `perflab http`'s trial: `kind = "http"` as the experiment's workload measures it
-/// (`perflab_workloads::http`: the same metrics, histogram and artifacts), drawn live;
-/// an interrupted load keeps what it measured (the runner marks the trial
-/// interrupted), and failed requests fail the trial, as this command always stored.
-struct LiveHttp {
-    spec: LoadSpec,
-    checked: Arc<Checked>,
-    on: bool,
-    kept: Kept,
-}
-
-impl Workload for LiveHttp {
-    fn run(&self, ctx: &TrialContext) -> Result<Measurement, WorkloadError> {
-        let pin = ctx.pin_this_thread()?;
-        let mut line = LiveLine::new(self.on);
-        let result = perflab_load::run_until(
-            &self.spec,
-            &self.checked,
-            &mut line,
-            ctx.interrupted.clone(),
-        );
-        line.clear();
-        drop(pin);
-        let outcome = match &result {
-            Ok(r) => {
-                let mut m = perflab_workloads::http::measurement(r);
-                perflab_workloads::http::add_thresholds(&mut m, &self.spec, r);
-                match r.failed() {
-                    n if n > 0 && !r.interrupted => Err(WorkloadError::Failed {
-                        message: format!("{n} requests failed"),
-                        partial: Box::new(m),
-                    }),
-                    _ => Ok(m),
-                }
-            }
-            Err(e) => Err(WorkloadError::Setup(format!("http load: {e}"))),
-        };
-        if let Ok(mut k) = self.kept.lock() {
-            *k = Some(result);
-        }
-        outcome
-    }
-}
-
-/// One line per second on stderr, rewritten in place; one line per finished step.
-struct LiveLine {
-    on: bool,
-    started: Instant,
-    drawn: bool,
-}
-
-impl LiveLine {
-    fn new(on: bool) -> Self {
-        LiveLine {
-            on,
-            started: Instant::now(),
-            drawn: false,
-        }
-    }
-
-    fn clear(&mut self) {
-        if self.drawn {
-            eprint!("\r\x1b[K");
-            self.drawn = false;
-        }
-    }
-}
-
-impl Observer for LiveLine {
-    fn second(&mut self, p: &SecondPoint) {
-        if self.on {
-            eprint!(
-                "\r\x1b[K  {:>4} s  {:>10.0} req/s  p99 {:>8.3} ms  errors {}",
-                self.started.elapsed().as_secs(),
-                p.rps,
-                p.p99_ms,
-                p.errors
-            );
-            self.drawn = true;
-        }
-    }
-
-    fn step(&mut self, s: &Step) {
-        if self.on {
-            self.clear();
-            let verdict = match s.passed {
-                Some(true) => "  meets the SLO",
-                Some(false) => "  breaks the SLO",
-                None => "",
-            };
-            eprintln!(
-                "  step {:>10.1}: {:>10.0} req/s  p99 {:>8.3} ms  errors {:.2} %{verdict}",
-                s.target,
-                s.rps,
-                s.latency_ms.p99,
-                s.error_rate * 100.0
-            );
-        }
-    }
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ use perflab_fleet::ssh_agents::SshLink;
 use perflab_fleet::{Fleet, Ssh};
 use perflab_load::{LoadSpec, Verdict};
 
-use super::http::{record_with, HttpArgs};
+use super::http::HttpArgs;
 use crate::exit::{InvalidInput, FAILURES, GATE_FAILED};
 
 /// Whether the flags ask for a distributed load (then [`run`] checks them all).
@@ -297,4 +297,45 @@ fn write_agents(out: &mut impl Write, o: &Outcome) -> std::io::Result<()> {
         writeln!(out, "  start skew at the barrier: {s:.3} ms")?;
     }
     Ok(())
+}
+
+/// Records a distributed load's report into the store as a one-trial run (the metrics
+/// and the whole histogram that an http workload stores; see
+/// docs/experiment-file.md), with the agents' parameters and artifacts — outside the
+/// runner: the agents are already a controller over hosts.
+fn record_with(
+    g: &crate::Global,
+    spec: &LoadSpec,
+    report: &perflab_load::Report,
+    mut params: perflab_store::Params,
+    artifacts: Vec<perflab_workloads::ArtifactData>,
+) -> anyhow::Result<i64> {
+    let store = perflab_store::Store::open(&g.store)?;
+    params.insert("urls".into(), serde_json::json!(spec.urls));
+    params.insert("connections".into(), serde_json::json!(spec.connections));
+    params.insert("mode".into(), serde_json::json!(report.mode));
+    if let Some(r) = spec.rate {
+        params.insert("rate".into(), serde_json::json!(r));
+    }
+    if let Some(p) = &spec.unix_socket {
+        params.insert("unix_socket".into(), serde_json::json!(p));
+    }
+    let failed = report.failed();
+    let id = perflab_lab::record::one_shot(
+        &store,
+        perflab_lab::record::OneShot {
+            kind: "http",
+            name: format!("http {}", spec.urls.first().cloned().unwrap_or_default()),
+            params,
+            environment: serde_json::json!({ "args": std::env::args().skip(1).collect::<Vec<_>>() }),
+            measurement: {
+                let mut m = perflab_workloads::http::measurement(report);
+                m.artifacts.extend(artifacts);
+                m
+            },
+            duration_s: report.duration_s,
+            error: (failed > 0).then(|| format!("{failed} requests failed")),
+        },
+    )?;
+    Ok(id)
 }

@@ -85,6 +85,35 @@ pub fn placement(
     })
 }
 
+/// Runs a single-shot command's one trial through the runner: here with `local` (the
+/// builtin workloads, or the command's own factory), or on the `--on` host through `fleet`;
+/// then removes the fleet's scratch directory. The runner's warnings are not printed: the
+/// command prints its own report.
+pub fn run_one(
+    one: &perflab_lab::single::OneTrial,
+    exp: &perflab_lab::Experiment,
+    store: &perflab_store::Store,
+    interrupted: Arc<AtomicBool>,
+    fleet: Option<&perflab_fleet::Fleet>,
+    local: &dyn perflab_workloads::spec::WorkloadFactory,
+) -> Result<perflab_lab::single::Shot, perflab_lab::runner::RunError> {
+    let shot = perflab_lab::single::run(
+        one,
+        exp,
+        store,
+        &perflab_lab::runner::RunContext {
+            interrupted,
+            observer: &perflab_lab::observe::Silent,
+            factory: fleet.map_or(local, |f| {
+                f as &dyn perflab_workloads::spec::WorkloadFactory
+            }),
+            sites: fleet.map(|f| f as &dyn perflab_lab::site::Sites),
+        },
+    );
+    clean(fleet);
+    shot
+}
+
 /// Removes a fleet's scratch directory (the binary prepared for the hosts).
 pub fn clean(fleet: Option<&perflab_fleet::Fleet>) {
     if let Some(f) = fleet {

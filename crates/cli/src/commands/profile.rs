@@ -18,8 +18,6 @@ use std::time::Duration;
 
 use anyhow::Context;
 use comfy_table::{Cell, CellAlignment, Table};
-use perflab_lab::observe::Silent;
-use perflab_lab::runner::RunContext;
 use perflab_lab::single::OneTrial;
 use perflab_profile::{CallGraph, Mode, Profile, ProfileError, Report, ReportOptions, RoutineView};
 use perflab_store::TrialStatus;
@@ -30,7 +28,7 @@ use perflab_store::{
 use perflab_workloads::profile::{
     ProfileDocument, ProfileKind, ProfileOutput, ProfileTarget, ProfileView,
 };
-use perflab_workloads::spec::{Builtin, KindSpec, WorkloadFactory};
+use perflab_workloads::spec::{Builtin, KindSpec};
 use perflab_workloads::Measurement;
 use serde_json::{json, Value};
 
@@ -305,20 +303,14 @@ fn record(g: &Global, a: &RecordArgs) -> anyhow::Result<ExitCode> {
     let flag = perflab_lab::signals::install().context("cannot install the Ctrl-C handler")?;
     say(g, &recording(&spec, duration, a.remote.on.as_deref()));
     let store = open_store(g)?;
-    let shot = perflab_lab::single::run(
+    let shot = crate::commands::on_host::run_one(
         &one,
         &exp,
         &store,
-        &RunContext {
-            interrupted: flag.clone(),
-            observer: &Silent,
-            factory: fleet
-                .as_ref()
-                .map_or(&Builtin as &dyn WorkloadFactory, |f| f),
-            sites: fleet.as_ref().map(|f| f as &dyn perflab_lab::site::Sites),
-        },
+        flag.clone(),
+        fleet.as_ref(),
+        &Builtin,
     );
-    crate::commands::on_host::clean(fleet.as_ref());
     let shot = shot.context("cannot run the profile")?;
     let interrupted = flag.load(Ordering::SeqCst);
     let run_id = shot.outcome.run_id;
