@@ -35,6 +35,21 @@ pub struct Host {
 }
 
 impl Host {
+    /// A host known by its name alone: ssh's own defaults (and `~/.ssh/config`) for the
+    /// rest.
+    pub fn named(name: impl Into<String>) -> Host {
+        Host {
+            name: name.into(),
+            address: None,
+            port: None,
+            user: None,
+            identity: None,
+            known_hosts: None,
+            jump: None,
+            perflab: None,
+        }
+    }
+
     /// The address ssh connects to.
     pub fn address(&self) -> &str {
         self.address.as_deref().unwrap_or(&self.name)
@@ -166,16 +181,7 @@ impl Inventory {
                 }
                 continue;
             }
-            let mut host = Host {
-                name: words[0].clone(),
-                address: None,
-                port: None,
-                user: None,
-                identity: None,
-                known_hosts: None,
-                jump: None,
-                perflab: None,
-            };
+            let mut host = Host::named(words[0].clone());
             for w in &words[1..] {
                 let (k, v) = w
                     .split_once('=')

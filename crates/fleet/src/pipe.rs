@@ -326,16 +326,7 @@ mod tests {
     }
 
     fn host(name: &str) -> Host {
-        Host {
-            name: name.into(),
-            address: None,
-            port: None,
-            user: None,
-            identity: None,
-            known_hosts: None,
-            jump: None,
-            perflab: None,
-        }
+        Host::named(name)
     }
 
     fn spec_line() -> String {

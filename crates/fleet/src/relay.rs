@@ -367,14 +367,9 @@ mod tests {
 
     fn host(perflab: &str) -> Host {
         Host {
-            name: "b".into(),
             address: Some("10.9.0.2".into()),
-            port: None,
-            user: None,
-            identity: None,
-            known_hosts: None,
-            jump: None,
             perflab: Some(perflab.into()),
+            ..Host::named("b")
         }
     }
 
