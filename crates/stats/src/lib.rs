@@ -6,6 +6,8 @@
 //! * [`compare`]: ratio of means with a Fieller (or bootstrap) CI, Welch and
 //!   Mann–Whitney p-values, and a direction-aware verdict;
 //!   [`geometric_mean_ratio`] over several metrics.
+//! * [`paired_log_ratio`]: trials paired by round — the per-round log-ratio with a
+//!   paired t interval and Wilcoxon's signed-rank p-value ([`wilcoxon_signed_rank`]).
 //! * [`ratio_of_ratios`]: the interaction contrast of a two-by-two design.
 //! * [`t_quantile`] and friends: Student's t to full double precision.
 //!
@@ -24,11 +26,13 @@ mod metric;
 mod mwu;
 mod order_ci;
 mod outliers;
+mod paired;
 mod ratio;
 mod rng;
 mod summary;
 mod tdist;
 mod ttest;
+mod wilcoxon;
 
 pub use better::Better;
 pub use bootstrap::{bootstrap_ratio_ci, BOOTSTRAP_RESAMPLES};
@@ -40,8 +44,10 @@ pub use metric::{compare_metric, MetricSide, Outcome};
 pub use mwu::{mann_whitney_u, MwuMethod, MwuResult};
 pub use order_ci::{binom_half_cdf, median_ci_sorted, order_stat_coverage, MedianCi};
 pub use outliers::{mad_outliers, MAD_SCALE, MAD_THRESHOLD, MEAN_AD_SCALE};
+pub use paired::{paired_log_ratio, Paired};
 pub use ratio::{fieller_ratio_ci, CiMethod, RatioCi};
 pub use rng::DEFAULT_SEED;
 pub use summary::{precision_reached, summarize, Summary};
 pub use tdist::{normal_quantile, normal_sf, t_quantile, t_sf, t_two_sided_p};
 pub use ttest::{welch_satterthwaite_df, welch_t_test, WelchResult};
+pub use wilcoxon::{wilcoxon_signed_rank, WilcoxonMethod, WilcoxonResult};
