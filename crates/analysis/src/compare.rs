@@ -185,7 +185,7 @@ impl Row {
             Outcome::Compared(c) => match c.verdict {
                 Verdict::Better => "better",
                 Verdict::Worse => "worse",
-                Verdict::NoDifference => "same",
+                Verdict::Equivalent | Verdict::Undecided => "same",
             },
             _ => "na",
         }

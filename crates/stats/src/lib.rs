@@ -22,6 +22,8 @@ mod descriptive;
 mod error;
 mod geomean;
 mod interaction;
+mod kind;
+mod mde;
 mod metric;
 mod mwu;
 mod order_ci;
@@ -29,6 +31,8 @@ mod outliers;
 mod paired;
 mod ratio;
 mod rng;
+#[cfg(test)]
+mod simulation;
 mod summary;
 mod tdist;
 mod ttest;
@@ -36,11 +40,16 @@ mod wilcoxon;
 
 pub use better::Better;
 pub use bootstrap::{bootstrap_ratio_ci, BOOTSTRAP_RESAMPLES};
-pub use compare::{compare, CompareOptions, Comparison, Verdict};
+pub use compare::{
+    compare, compare_rounds, Basis, CompareOptions, Comparison, Verdict, DEFAULT_EQUIVALENCE,
+    MIN_PAIRED_ROUNDS,
+};
 pub use error::StatsError;
 pub use geomean::{geometric_mean_ratio, GeoMean};
 pub use interaction::{ratio_of_ratios, Interaction};
-pub use metric::{compare_metric, MetricSide, Outcome};
+pub use kind::MetricKind;
+pub use mde::{detectable_log_effect, mde_pct, rounds_needed, Design, DEFAULT_POWER, MAX_ROUNDS};
+pub use metric::{compare_metric, compare_metric_rounds, MetricSide, Outcome};
 pub use mwu::{mann_whitney_u, MwuMethod, MwuResult};
 pub use order_ci::{binom_half_cdf, median_ci_sorted, order_stat_coverage, MedianCi};
 pub use outliers::{mad_outliers, MAD_SCALE, MAD_THRESHOLD, MEAN_AD_SCALE};

@@ -1,8 +1,9 @@
 //! One stored metric, baseline against candidate: the decision both `perflab compare`
 //! and the reports make before any statistics — are there enough values, do the two
-//! sides describe the same metric, is the direction known — and then [`compare`].
+//! sides describe the same metric, is the direction known — and then [`compare_rounds`],
+//! with the verdict's words chosen by the unit ([`MetricKind`]).
 
-use crate::{compare, Better, CompareOptions, Comparison, StatsError};
+use crate::{compare_rounds, Better, CompareOptions, Comparison, MetricKind, StatsError};
 
 /// One side of a metric comparison: its values, unit and direction as stored.
 #[derive(Debug, Clone, Copy)]
@@ -31,6 +32,18 @@ pub fn compare_metric(
     opts: &CompareOptions,
     fmt: impl Fn(f64) -> String,
 ) -> Outcome {
+    compare_metric_rounds(b, c, None, opts, fmt)
+}
+
+/// As [`compare_metric`], with the values paired by round (`(base, cand)`, same
+/// length) when the trials ran in rounds: see [`compare_rounds`].
+pub fn compare_metric_rounds(
+    b: MetricSide<'_>,
+    c: MetricSide<'_>,
+    rounds: Option<(&[f64], &[f64])>,
+    opts: &CompareOptions,
+    fmt: impl Fn(f64) -> String,
+) -> Outcome {
     if b.values.len() < 2 || c.values.len() < 2 {
         return Outcome::TooFew;
     }
@@ -46,8 +59,11 @@ pub fn compare_metric(
             b.better
         ));
     };
-    match compare(b.values, c.values, dir, opts) {
-        Ok(cmp) => Outcome::Compared(Box::new(cmp)),
+    match compare_rounds(b.values, c.values, rounds, dir, opts) {
+        Ok(mut cmp) => {
+            cmp.kind = MetricKind::of_unit(b.unit);
+            Outcome::Compared(Box::new(cmp))
+        }
         Err(StatsError::NonPositiveMean { mean, .. }) => {
             Outcome::NotComparable(format!("baseline mean is {}", fmt(mean)))
         }

@@ -2,7 +2,8 @@
 //!
 //! ChaCha8 (rand_chacha) seeded from a `u64`: a fixed, documented stream that does
 //! not depend on the platform or on rand's choice of `StdRng`, so a bootstrap
-//! interval printed today is reproduced bit for bit tomorrow from the same data.
+//! interval printed today is reproduced bit for bit tomorrow from the same data. The
+//! simulation tests draw their noise from it too, so they are reproducible.
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -21,5 +22,13 @@ impl SeededRng {
     /// Uniform index in 0..n (n > 0), without modulo bias.
     pub(crate) fn index(&mut self, n: usize) -> usize {
         self.0.random_range(0..n)
+    }
+
+    /// Standard normal deviate (Box–Muller; the simulations' noise).
+    #[cfg(test)]
+    pub(crate) fn normal(&mut self) -> f64 {
+        let u1: f64 = 1.0 - self.0.random::<f64>(); // (0, 1]: ln is finite
+        let u2: f64 = self.0.random::<f64>();
+        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
     }
 }

@@ -91,7 +91,7 @@ fn unbounded_fieller_falls_back_to_seeded_bootstrap() {
     let (lo, hi) = bootstrap_ratio_ci(base, cand, 0.95, BOOTSTRAP_RESAMPLES, DEFAULT_SEED);
     assert_eq!((c.ratio_ci_low, c.ratio_ci_high), (lo, hi));
     assert!(lo < c.ratio && c.ratio < hi);
-    assert_eq!(c.verdict, Verdict::NoDifference);
+    assert_eq!(c.verdict, Verdict::Undecided);
 }
 
 /// Baseline ~100, candidate ~110: a clear 10 % increase.
@@ -141,7 +141,7 @@ fn overlapping_samples_are_no_difference() {
     for better in [Better::Higher, Better::Lower] {
         let c = compare(&a, &b, better, &CompareOptions::default()).unwrap();
         assert!(!c.significant);
-        assert_eq!(c.verdict.as_str(), "no significant difference");
+        assert_eq!(c.verdict.as_str(), "undecided");
         assert!(c.ratio_ci_low < 1.0 && 1.0 < c.ratio_ci_high);
     }
 }
@@ -154,6 +154,7 @@ fn compare_rejects_bad_input() {
     let bad = CompareOptions {
         confidence: 0.95,
         alpha: 0.0,
+        ..CompareOptions::default()
     };
     assert!(compare(&LOW, &HIGH, Better::Lower, &bad).is_err());
 }
