@@ -4,6 +4,16 @@
 //! compare`, the comparison `perflab run` prints, the report's comparison table, and
 //! any command that compares its configs with a baseline ([`against_baseline`]).
 //!
+//! Two configs of one run are compared round by round when their trials ran in
+//! blocked rounds ([`crate::samples::paired_by_round`]): the verdict then rests on the
+//! paired ratio from `MIN_PAIRED_ROUNDS` complete rounds on, Welch's kept beside it.
+//! Configs of different runs are never paired (their rounds share no time).
+//!
+//! Every compared row states its minimum detectable effect; rows that cannot be
+//! compared are folded into one line ([`PairReport::not_comparable_line`]); a
+//! geometric mean only combines metrics of one direction *and* one kind (times with
+//! times, rates with rates: never a size with a time), and names them.
+//!
 //! Nothing here drops a metric silently: a metric on one side only is listed as
 //! skipped, one with fewer than two values on a side is "too few trials", and one the
 //! statistics refuse (a zero baseline mean) is "not comparable", with why. Which rows
@@ -11,13 +21,13 @@
 //! both sides, see [`Row::both_zero`]).
 
 use perflab_stats::{
-    compare_metric, geometric_mean_ratio, summarize, Better, CompareOptions, Comparison, GeoMean,
-    MetricSide, Outcome, Verdict,
+    compare_metric_rounds, geometric_mean_ratio, summarize, Basis, Better, CompareOptions,
+    Comparison, GeoMean, MetricKind, MetricSide, Outcome, Verdict,
 };
 use perflab_store::{Params, RunId, Store};
 use serde_json::{json, Value};
 
-use crate::samples::{ConfigSamples, MetricSamples};
+use crate::samples::{paired_by_round, ConfigSamples, MetricSamples};
 use crate::select::{RunData, Selector};
 use crate::{format, Error, SelectError};
 
@@ -68,12 +78,36 @@ impl Sample {
     }
 }
 
-/// Geometric mean of the ratios of the compared metrics of one direction.
+/// Geometric mean of the ratios of the compared metrics of one direction and kind.
 #[derive(Debug, Clone)]
 pub struct GeoRow {
     pub better: Better,
+    pub kind: MetricKind,
     pub metrics: Vec<String>,
     pub geo: GeoMean,
+}
+
+impl GeoRow {
+    /// `geomean ↑ (2 metrics)`.
+    pub fn label(&self) -> String {
+        let arrow = if self.better == Better::Higher {
+            "↑"
+        } else {
+            "↓"
+        };
+        format!("geomean {arrow} ({} metrics)", self.metrics.len())
+    }
+
+    /// What it combines: `of v, u (rates)`.
+    pub fn combines(&self) -> String {
+        let kind = match self.kind {
+            MetricKind::Time => "times",
+            MetricKind::Rate => "rates",
+            MetricKind::Size => "sizes",
+            MetricKind::Other => "same-kind values",
+        };
+        format!("of {} ({kind})", self.metrics.join(", "))
+    }
 }
 
 /// Everything a comparison says about one baseline/candidate pair.
@@ -87,12 +121,34 @@ pub struct PairReport {
 }
 
 /// Compares every metric of `candidate` with `baseline` (only those in `only`, when
-/// it is not empty), in the baseline's metric order.
+/// it is not empty), in the baseline's metric order, as independent samples (sides
+/// from different runs).
 pub fn compare_metrics(
     baseline: &[MetricSamples],
     candidate: &[MetricSamples],
     only: &[String],
     opts: &CompareOptions,
+) -> PairReport {
+    compare_sides(baseline, candidate, only, opts, false)
+}
+
+/// As [`compare_metrics`] for two configs of the same run: metrics whose trials ran
+/// in blocked rounds are compared round by round.
+pub fn compare_metrics_in_run(
+    baseline: &[MetricSamples],
+    candidate: &[MetricSamples],
+    only: &[String],
+    opts: &CompareOptions,
+) -> PairReport {
+    compare_sides(baseline, candidate, only, opts, true)
+}
+
+fn compare_sides(
+    baseline: &[MetricSamples],
+    candidate: &[MetricSamples],
+    only: &[String],
+    opts: &CompareOptions,
+    same_run: bool,
 ) -> PairReport {
     let wanted = |m: &MetricSamples| only.is_empty() || only.contains(&m.name);
     let find = |side: &[MetricSamples], name: &str| side.iter().position(|m| m.name == name);
@@ -100,7 +156,7 @@ pub fn compare_metrics(
     let mut skipped = Vec::new();
     for b in baseline.iter().filter(|m| wanted(m)) {
         match find(candidate, &b.name) {
-            Some(i) => rows.push(row(b, &candidate[i], opts)),
+            Some(i) => rows.push(row(b, &candidate[i], opts, same_run)),
             None => skipped.push((b.name.clone(), "baseline")),
         }
     }
@@ -109,9 +165,16 @@ pub fn compare_metrics(
             skipped.push((c.name.clone(), "candidate"));
         }
     }
+    let kinds = [
+        MetricKind::Time,
+        MetricKind::Rate,
+        MetricKind::Size,
+        MetricKind::Other,
+    ];
     let geomean = [Better::Higher, Better::Lower]
         .into_iter()
-        .filter_map(|dir| geo_row(&rows, dir, opts.confidence))
+        .flat_map(|dir| kinds.map(|kind| (dir, kind)))
+        .filter_map(|(dir, kind)| geo_row(&rows, dir, kind, opts.confidence))
         .collect();
     PairReport {
         rows,
@@ -121,11 +184,13 @@ pub fn compare_metrics(
     }
 }
 
-fn geo_row(rows: &[Row], dir: Better, confidence: f64) -> Option<GeoRow> {
+fn geo_row(rows: &[Row], dir: Better, kind: MetricKind, confidence: f64) -> Option<GeoRow> {
     let of_dir: Vec<(&str, &Comparison)> = rows
         .iter()
         .filter_map(|r| match &r.outcome {
-            Outcome::Compared(c) if c.better == dir => Some((r.name.as_str(), &**c)),
+            Outcome::Compared(c) if c.better == dir && c.kind == kind => {
+                Some((r.name.as_str(), &**c))
+            }
             _ => None,
         })
         .collect();
@@ -135,6 +200,7 @@ fn geo_row(rows: &[Row], dir: Better, confidence: f64) -> Option<GeoRow> {
     let refs: Vec<&Comparison> = of_dir.iter().map(|(_, c)| *c).collect();
     Some(GeoRow {
         better: dir,
+        kind,
         metrics: of_dir.iter().map(|(n, _)| n.to_string()).collect(),
         geo: geometric_mean_ratio(&refs, confidence)?,
     })
@@ -148,38 +214,101 @@ fn side(m: &MetricSamples) -> MetricSide<'_> {
     }
 }
 
-fn row(b: &MetricSamples, c: &MetricSamples, opts: &CompareOptions) -> Row {
+fn row(b: &MetricSamples, c: &MetricSamples, opts: &CompareOptions, same_run: bool) -> Row {
+    let pairs = same_run.then(|| paired_by_round(b, c)).flatten();
+    let rounds = pairs.as_ref().map(|(x, y)| (x.as_slice(), y.as_slice()));
     Row {
         name: b.name.clone(),
         unit: b.unit.clone(),
         better: b.better.clone(),
         baseline: Sample::of(&b.values, opts.confidence),
         candidate: Sample::of(&c.values, opts.confidence),
-        outcome: compare_metric(side(b), side(c), opts, format::sig),
+        outcome: compare_metric_rounds(side(b), side(c), rounds, opts, format::sig),
         both_zero: b.all_zero() && c.all_zero(),
     }
 }
 
 impl Row {
-    /// `faster`, `slower`, `no significant difference`, `too few trials` or `not
-    /// comparable` — the JSON `verdict`.
+    /// `faster`/`slower` (times and rates), `better`/`worse` (anything else),
+    /// `equivalent`, `undecided`, `too few trials` or `not comparable` — the JSON
+    /// `verdict`. The word can be overridden by a caller that knows more (a noise
+    /// floor): it is a plain string in every output.
     pub fn verdict(&self) -> &'static str {
         match &self.outcome {
-            Outcome::Compared(c) => c.verdict.as_str(),
+            Outcome::Compared(c) => c.verdict_word(),
             Outcome::TooFew => "too few trials",
             Outcome::NotComparable(_) => "not comparable",
         }
     }
 
-    /// The verdict for a table: a refusal says why.
+    /// The verdict for a table: a refusal says why; `undecided` says it found no
+    /// significant difference (its MDE is in [`Row::notes`]).
     pub fn verdict_text(&self) -> String {
         match &self.outcome {
             Outcome::NotComparable(why) => format!("not comparable: {why}"),
+            Outcome::Compared(c) if c.verdict == Verdict::Undecided => {
+                "undecided: no significant difference".into()
+            }
             _ => self.verdict().to_string(),
         }
     }
 
-    /// `better`, `worse`, `same` (not significant) or `na` (not compared).
+    /// The minimum detectable effect for a table cell: `±1.8 % (±1 %: ≈ 14 rounds)`,
+    /// `±0.60 %` once ±1 % is within reach, `—` when not compared.
+    pub fn mde_text(&self) -> String {
+        let Some(c) = self.comparison().filter(|c| c.mde_pct.is_finite()) else {
+            return format::NONE.into();
+        };
+        let full = format::mde(c.mde_pct, c.rounds_for_1pct);
+        let short = full.trim_start_matches("minimum detectable effect ");
+        match short.split_once("; ") {
+            Some((m, rest)) => format!(
+                "{m} ({})",
+                rest.replace(" would need ", ": ")
+                    .replace(" is out of reach", ": out of reach")
+            ),
+            None => short.to_string(),
+        }
+    }
+
+    /// `paired (8 rounds)` or `Welch`, `—` when not compared.
+    pub fn basis_text(&self) -> String {
+        match self.comparison() {
+            Some(c) => match (c.basis, &c.paired) {
+                (Basis::Paired, Some(p)) => format!("paired ({} rounds)", p.n_pairs),
+                _ => "Welch".into(),
+            },
+            None => format::NONE.into(),
+        }
+    }
+
+    /// What a reader must know beside the verdict: the basis with Welch's estimate
+    /// when paired, the minimum detectable effect, and a warning when the figure
+    /// says little. Empty when not compared.
+    pub fn notes(&self) -> Vec<String> {
+        let Some(c) = self.comparison() else {
+            return Vec::new();
+        };
+        let mut notes = Vec::new();
+        let mde = format::mde(c.mde_pct, c.rounds_for_1pct);
+        match (c.basis, &c.paired) {
+            (Basis::Paired, Some(p)) => notes.push(format!(
+                "paired ({} rounds), Wilcoxon p = {}; Welch (unpaired): {}, p = {}; {mde}",
+                p.n_pairs,
+                format::p_value(p.p_wilcoxon),
+                format::ratio_ci(c.ratio, c.ratio_ci_low, c.ratio_ci_high),
+                format::p_value(c.p_welch),
+            )),
+            _ => notes.push(format!("Welch (unpaired); {mde}")),
+        }
+        if let Some(w) = c.says_little() {
+            notes.push(format!("warning: {w}"));
+        }
+        notes
+    }
+
+    /// `better`, `worse`, `same` (not significant: equivalent or undecided) or `na`
+    /// (not compared).
     pub fn class(&self) -> &'static str {
         match &self.outcome {
             Outcome::Compared(c) => match c.verdict {
@@ -199,10 +328,12 @@ impl Row {
         }
     }
 
-    /// `ratio [lo, hi]`, `—` when not compared.
+    /// The verdict's estimate, `ratio [lo, hi]` (paired when that is the basis), `—`
+    /// when not compared.
     pub fn ratio_text(&self) -> String {
         self.comparison().map_or(format::NONE.into(), |c| {
-            format::ratio_ci(c.ratio, c.ratio_ci_low, c.ratio_ci_high)
+            let (r, lo, hi) = c.basis_ratio();
+            format::ratio_ci(r, lo, hi)
         })
     }
 
@@ -212,14 +343,18 @@ impl Row {
             .map_or(format::NONE.into(), |c| format::p_value(c.p_welch))
     }
 
-    /// The signed relative difference, `—` when not compared.
+    /// The signed relative difference of the verdict's estimate, `—` when not
+    /// compared.
     pub fn delta_text(&self) -> String {
-        self.comparison()
-            .map_or(format::NONE.into(), |c| format::delta_pct(c.rel_diff_pct))
+        self.comparison().map_or(format::NONE.into(), |c| {
+            format::delta_pct((c.basis_ratio().0 - 1.0) * 100.0)
+        })
     }
 
     /// One entry of `perflab compare --json`'s `comparisons` (docs/json.md): `metric`,
-    /// `ratio`, `ratio_ci_low`, `ratio_ci_high`, `p_welch`, `verdict`, ...
+    /// `ratio`, `ratio_ci_low`, `ratio_ci_high`, `p_welch` (Welch's estimate),
+    /// `verdict`, `basis`, `paired` ({n_pairs, ratio, lo, hi, p_t, p_wilcoxon, ...} or
+    /// null), `mde_pct`, `rounds_for_1pct`, `equivalence_pct`, `warning`, ...
     pub fn json(&self) -> Value {
         let mut v = json!({
             "metric": self.name, "unit": self.unit, "better": self.better,
@@ -231,6 +366,8 @@ impl Row {
             "rel_diff_pct": null, "rel_diff_ci_low_pct": null, "rel_diff_ci_high_pct": null,
             "p_welch": null, "welch_t": null, "welch_df": null, "p_mwu": null,
             "verdict": self.verdict(), "significant": false, "regression_pct": null,
+            "kind": null, "basis": null, "paired": null, "mde_pct": null,
+            "rounds_for_1pct": null, "equivalence_pct": null, "warning": null,
         });
         match &self.outcome {
             Outcome::Compared(c) => {
@@ -243,6 +380,9 @@ impl Row {
                     "p_welch": c.p_welch, "welch_t": c.welch_t, "welch_df": c.welch_df,
                     "p_mwu": c.p_mwu, "significant": c.significant,
                     "regression_pct": c.regression_pct,
+                    "kind": c.kind, "basis": c.basis, "paired": c.paired,
+                    "mde_pct": finite(c.mde_pct), "rounds_for_1pct": c.rounds_for_1pct,
+                    "equivalence_pct": c.equivalence_pct, "warning": c.says_little(),
                 });
                 for (k, x) in extra.as_object().into_iter().flatten() {
                     v[k] = x.clone();
@@ -255,7 +395,35 @@ impl Row {
     }
 }
 
+/// A number for JSON: null when not finite (serde_json would write null anyway,
+/// this says so).
+fn finite(v: f64) -> Option<f64> {
+    v.is_finite().then_some(v)
+}
+
 impl PairReport {
+    /// Every metric that could not be compared, in one line: `not comparable:
+    /// user_s (baseline mean is 0), sys_s (baseline mean is 0)`; None when none.
+    pub fn not_comparable_line(&self) -> Option<String> {
+        let items: Vec<String> = self
+            .rows
+            .iter()
+            .filter_map(|r| match &r.outcome {
+                Outcome::NotComparable(why) => Some(format!("{} ({why})", r.name)),
+                _ => None,
+            })
+            .collect();
+        (!items.is_empty()).then(|| format!("not comparable: {}", items.join(", ")))
+    }
+
+    /// The rows a table shows one by one: all but the not-comparable ones (which
+    /// [`PairReport::not_comparable_line`] folds).
+    pub fn shown_rows(&self) -> impl Iterator<Item = &Row> {
+        self.rows
+            .iter()
+            .filter(|r| !matches!(r.outcome, Outcome::NotComparable(_)))
+    }
+
     /// (metric, regression %) of every significant regression larger than `pct`.
     pub fn regressions_over(&self, pct: f64) -> Vec<(&str, f64)> {
         self.rows
@@ -290,7 +458,8 @@ impl PairReport {
             .iter()
             .map(|g| {
                 json!({
-                    "better": g.better, "metrics": g.metrics, "n_metrics": g.geo.n_metrics,
+                    "better": g.better, "kind": g.kind, "metrics": g.metrics,
+                    "n_metrics": g.geo.n_metrics,
                     "ratio": g.geo.ratio, "ci_low": g.geo.ci_low, "ci_high": g.geo.ci_high,
                     "rel_diff_pct": (g.geo.ratio - 1.0) * 100.0,
                 })
@@ -382,7 +551,7 @@ pub fn against_baseline(
             .map(|c| Candidate {
                 params: c.params.clone(),
                 ordinal: c.ordinal,
-                report: compare_metrics(&base.metrics, &c.metrics, only, opts),
+                report: compare_metrics_in_run(&base.metrics, &c.metrics, only, opts),
             })
             .collect(),
     })

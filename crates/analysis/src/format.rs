@@ -13,6 +13,7 @@
 //! * a p-value: three decimals, below 0.001 in scientific notation (`0.043`, `2.5e-7`) —
 //!   [`p_value`]; the terminal's form, kept because a reader can still tell 1e-4 from
 //!   1e-12, which `<0.0001` hides;
+//! * a minimum detectable effect: `±1.8 %` with the rounds ±1 % would need — [`mde`];
 //! * anything undefined (NaN, ∞) is `—`.
 //!
 //! Markup (HTML escaping, Markdown cells) is not here: it belongs to each output.
@@ -110,6 +111,30 @@ pub fn delta_pct(pct: f64) -> String {
         format!("{pct:+.1}%")
     } else {
         NONE.into()
+    }
+}
+
+/// The minimum detectable effect and what ±1 % would take, as every comparison
+/// states it: `minimum detectable effect ±1.8 %; ±1 % would need ≈ 14 rounds`
+/// (the second part left out once ±1 % is within reach; `—` when unknown).
+pub fn mde(mde_pct: f64, rounds_for_1pct: Option<u64>) -> String {
+    if !mde_pct.is_finite() {
+        return format!("minimum detectable effect {NONE}");
+    }
+    let head = format!("minimum detectable effect ±{} %", mde_number(mde_pct));
+    match rounds_for_1pct {
+        _ if mde_pct <= 1.0 => head,
+        Some(n) => format!("{head}; ±1 % would need ≈ {n} rounds"),
+        None => format!("{head}; ±1 % is out of reach"),
+    }
+}
+
+/// An MDE in %: one decimal, two below 1 (`1.8`, `0.35`).
+fn mde_number(pct: f64) -> String {
+    if pct < 1.0 {
+        format!("{pct:.2}")
+    } else {
+        format!("{pct:.1}")
     }
 }
 

@@ -32,8 +32,8 @@ pub mod summary;
 pub mod thresholds;
 
 pub use perflab_stats::{
-    Better, CiMethod, CompareOptions, Comparison, GeoMean, Interaction, Outcome, RatioCi, Summary,
-    Verdict,
+    Basis, Better, CiMethod, CompareOptions, Comparison, GeoMean, Interaction, MetricKind, Outcome,
+    Paired, RatioCi, Summary, Verdict,
 };
 
 /// The input named no config, or not exactly one (a usage error: exit 2 in the CLI).

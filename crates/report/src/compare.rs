@@ -2,11 +2,14 @@
 //! config) or across runs (each config of the run against the same config of the
 //! other run). The comparing is `perflab_analysis::compare`, the same as `perflab
 //! compare`'s; the report adds the config labels and leaves out metrics that are zero
-//! on both sides (no errors either side: nothing to say).
+//! on both sides (no errors either side: nothing to say). Within a run the configs
+//! are compared round by round where their trials allow (the verdict's basis is then
+//! paired); every row carries its minimum detectable effect; the rows that cannot be
+//! compared are not table rows but one line ([`not_comparable_line`]).
 
-use perflab_analysis::compare::{self, compare_metrics, PairReport, Row};
+use perflab_analysis::compare::{self, compare_metrics_in_run, PairReport, Row};
 use perflab_analysis::samples::ConfigSamples;
-use perflab_analysis::CompareOptions;
+use perflab_analysis::{CompareOptions, Outcome};
 
 use crate::data::ConfigData;
 
@@ -32,7 +35,7 @@ pub fn within_run(
         .iter()
         .filter(|c| c.ordinal != b.ordinal)
         .flat_map(|c| {
-            let report = compare_metrics(&b.metrics, &c.metrics, &[], opts);
+            let report = compare_metrics_in_run(&b.metrics, &c.metrics, &[], opts);
             rows(label(labels, b), label(labels, c), report)
         })
         .collect()
@@ -69,4 +72,26 @@ fn rows(baseline: &str, candidate: &str, report: PairReport) -> Vec<CompareRow> 
             row,
         })
         .collect()
+}
+
+impl CompareRow {
+    /// Whether the row is a table row (not folded into [`not_comparable_line`]).
+    pub fn shown(&self) -> bool {
+        !matches!(self.row.outcome, Outcome::NotComparable(_))
+    }
+}
+
+/// Every row that could not be compared, in one line: `not comparable: user_s of
+/// sleep 0.2 (baseline mean is 0), ...`; None when none.
+pub fn not_comparable_line(rows: &[CompareRow]) -> Option<String> {
+    let items: Vec<String> = rows
+        .iter()
+        .filter_map(|c| match &c.row.outcome {
+            Outcome::NotComparable(why) => {
+                Some(format!("{} of {} ({why})", c.row.name, c.candidate))
+            }
+            _ => None,
+        })
+        .collect();
+    (!items.is_empty()).then(|| format!("not comparable: {}", items.join(", ")))
 }

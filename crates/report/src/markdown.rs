@@ -137,6 +137,7 @@ fn comparison(out: &mut String, d: &ReportData) {
     let rows: Vec<Vec<String>> = d
         .comparisons
         .iter()
+        .filter(|c| c.shown())
         .map(|c| {
             let r = &c.row;
             let verdict = match r.class() {
@@ -150,7 +151,9 @@ fn comparison(out: &mut String, d: &ReportData) {
                 md_cell(&value(r.baseline.mean, &r.unit)),
                 md_cell(&value(r.candidate.mean, &r.unit)),
                 r.ratio_text(),
+                md_cell(&r.basis_text()),
                 r.p_text(),
+                md_cell(&r.mde_text()),
                 verdict,
             ]
         })
@@ -164,11 +167,16 @@ fn comparison(out: &mut String, d: &ReportData) {
             "baseline",
             "candidate mean",
             &ratio_head,
+            "basis",
             "p (Welch)",
+            "MDE (80 % power)",
             "verdict",
         ],
         &rows,
     );
+    if let Some(line) = crate::compare::not_comparable_line(&d.comparisons) {
+        let _ = writeln!(out, "{}\n", md_cell(&line));
+    }
 }
 
 fn interaction(out: &mut String, d: &ReportData) {

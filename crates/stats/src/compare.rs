@@ -183,8 +183,8 @@ impl Comparison {
         self.verdict.word(self.kind)
     }
 
-    /// Why the figure says little, when it does: fewer than 3 values on a side, or
-    /// an interval wider than the ratio itself.
+    /// Why the figure says little, when it does: fewer than 3 values on a side, no
+    /// interval at all, or an interval wider than the ratio itself.
     pub fn says_little(&self) -> Option<String> {
         let n = self.n_baseline.min(self.n_candidate);
         let (r, lo, hi) = self.basis_ratio();
@@ -192,6 +192,8 @@ impl Comparison {
             Some(format!(
                 "only {n} values per side: the interval says little (use at least 3, better 10)"
             ))
+        } else if !(lo.is_finite() && hi.is_finite()) {
+            Some("no interval could be computed: the figure says little".into())
         } else if hi - lo > r {
             Some("the interval is wider than the ratio itself: the figure says little".into())
         } else {

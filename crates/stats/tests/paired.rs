@@ -79,3 +79,38 @@ fn wilcoxon_matches_enumeration_and_tie_corrected_normal() {
         assert_close(&format!("{d:?}"), r.p, p, 1e-12);
     }
 }
+
+#[test]
+fn a_figure_from_two_values_or_a_huge_interval_is_flagged() {
+    use perflab_stats::{compare, Better, CompareOptions};
+    let o = CompareOptions::default();
+    let two = compare(&[1.0, 1.2], &[1.1, 1.3], Better::Lower, &o).unwrap();
+    assert!(two.says_little().unwrap().contains("only 2 values"));
+    let wide = compare(&[1.0, 5.0, 0.2], &[1.0, 4.0, 0.1], Better::Lower, &o).unwrap();
+    assert!(wide.says_little().is_some(), "{wide:?}");
+    let tight = compare(&[1.0, 1.01, 0.99], &[1.0, 1.01, 0.99], Better::Lower, &o).unwrap();
+    assert_eq!(tight.says_little(), None);
+}
+
+#[test]
+fn verdict_words_fit_the_metric_kind() {
+    use perflab_stats::{compare_metric, CompareOptions, MetricSide, Outcome};
+    let side = |values: &'static [f64], unit: &'static str| MetricSide {
+        values,
+        unit,
+        better: "higher",
+    };
+    let o = CompareOptions::default();
+    let word = |unit: &'static str| match compare_metric(
+        side(&[1.0, 1.01, 0.99, 1.0], unit),
+        side(&[1.4, 1.41, 1.39, 1.4], unit),
+        &o,
+        |v| v.to_string(),
+    ) {
+        Outcome::Compared(c) => c.verdict_word(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(word("MB/s"), "faster");
+    assert_eq!(word("x"), "better");
+    assert_eq!(word("B"), "better");
+}

@@ -10,7 +10,9 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use perflab_analysis::compare::{compare_metrics, BaselineComparison, Candidate, PairReport};
+use perflab_analysis::compare::{
+    compare_metrics, compare_metrics_in_run, BaselineComparison, Candidate, PairReport,
+};
 use perflab_analysis::interaction;
 use perflab_analysis::select::{parse_selector, parse_spec, RunData, Selector, Side, Spec};
 use perflab_analysis::CompareOptions;
@@ -26,7 +28,11 @@ use crate::Global;
 ///
 /// A side is RUN (a run with one config) or RUN:key=value,... (one config of a run;
 /// values match the parameter's text, so level=6 matches 6 and mode=fast "fast").
-/// A difference is significant when p < --alpha and the ratio CI excludes 1.
+/// Two configs of one run that ran in rounds are compared round by round (paired,
+/// from 5 rounds on), with Welch's beside it. A difference is significant when
+/// p < --alpha and the ratio CI excludes 1; a CI inside ±--equivalence is
+/// `equivalent`, anything else `undecided`. Every comparison states its minimum
+/// detectable effect.
 ///
 /// Examples:
 ///   perflab compare 3 4                          # run 3 is the baseline
@@ -53,6 +59,10 @@ pub struct CompareArgs {
     /// Significance level of the tests, in (0, 1).
     #[arg(long, default_value_t = 0.05, value_parser = parse_alpha)]
     alpha: f64,
+
+    /// Equivalence margin in percent: a ratio interval inside ±PCT is `equivalent`.
+    #[arg(long, value_name = "PCT", default_value_t = 2.0, value_parser = parse_pct)]
+    equivalence: f64,
 
     /// JSON (schema in docs/json.md).
     #[arg(long)]
@@ -100,6 +110,8 @@ pub fn run(g: &Global, a: &CompareArgs) -> anyhow::Result<ExitCode> {
     let opts = CompareOptions {
         confidence: a.confidence,
         alpha: a.alpha,
+        equivalence: a.equivalence / 100.0,
+        ..CompareOptions::default()
     };
     let expected = if a.baseline.is_some() || a.by.is_some() {
         1
@@ -126,7 +138,12 @@ pub fn run(g: &Global, a: &CompareArgs) -> anyhow::Result<ExitCode> {
         let base = xd.side(xd.one(&x.selector).map_err(InvalidInput::from)?);
         let cand = yd.side(yd.one(&y.selector).map_err(InvalidInput::from)?);
         check_metric_names(&a.metrics, [&base, &cand])?;
-        let report = compare_metrics(&base.metrics, &cand.metrics, &a.metrics, &opts);
+        // Two configs of one run are compared round by round (paired) when they can be.
+        let report = if x.run == y.run {
+            compare_metrics_in_run(&base.metrics, &cand.metrics, &a.metrics, &opts)
+        } else {
+            compare_metrics(&base.metrics, &cand.metrics, &a.metrics, &opts)
+        };
         if a.json {
             let doc = json!({
                 "schema_version": 1, "confidence": opts.confidence, "alpha": opts.alpha,
@@ -180,7 +197,7 @@ fn against_one(
     let reports: Vec<(String, PairReport)> = cands
         .iter()
         .map(|c| {
-            let r = compare_metrics(&base.metrics, &c.metrics, &a.metrics, opts);
+            let r = compare_metrics_in_run(&base.metrics, &c.metrics, &a.metrics, opts);
             (c.label(), r)
         })
         .collect();
@@ -219,6 +236,9 @@ fn print_pair(base: &Side, cand: &Side, r: &PairReport) {
     println!("baseline:  {}", base.label());
     println!("candidate: {}", cand.label());
     println!("{}", table::pair(r));
+    for line in table::notes(r) {
+        println!("{line}");
+    }
     if let Some(line) = r.skipped_line() {
         println!("{line}");
     }

@@ -50,6 +50,9 @@ pub fn print_against_baseline(
             params_label(&cmp.baseline)
         );
         println!("{}", table::pair(&c.report));
+        for line in table::notes(&c.report) {
+            println!("{line}");
+        }
     }
     Ok(cmp)
 }

@@ -6,7 +6,6 @@ use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 use perflab_analysis::compare::PairReport;
 use perflab_analysis::format::{arrow, level, ratio_ci, sig};
 use perflab_analysis::interaction::{Design, Row};
-use perflab_analysis::Better;
 
 use crate::format::STYLE;
 
@@ -22,7 +21,9 @@ fn new_table(header: Vec<String>) -> Table {
     t
 }
 
-/// The benchstat-like table of one baseline/candidate pair, geomeans last.
+/// The benchstat-like table of one baseline/candidate pair, geomeans last. The ratio
+/// is the verdict's estimate (`basis`: paired or Welch); metrics that cannot be
+/// compared are left to [`notes`]' one line.
 pub fn pair(r: &PairReport) -> Table {
     let level = level(r.confidence);
     let mut t = new_table(vec![
@@ -31,28 +32,25 @@ pub fn pair(r: &PairReport) -> Table {
         format!("candidate ± {level} CI"),
         format!("ratio [{level} CI]"),
         "Δ%".to_string(),
+        "basis".to_string(),
         "p (Welch)".to_string(),
         "verdict".to_string(),
     ]);
-    for row in &r.rows {
+    for row in r.shown_rows() {
         t.add_row(vec![
             Cell::new(format!("{} {}", row.name, arrow(&row.better))),
             right(row.baseline.text(&row.unit)),
             right(row.candidate.text(&row.unit)),
             right(row.ratio_text()),
             right(row.delta_text()),
+            Cell::new(row.basis_text()),
             right(row.p_text()),
             Cell::new(row.verdict_text()),
         ]);
     }
     for g in &r.geomean {
-        let arrow = if g.better == Better::Higher {
-            "↑"
-        } else {
-            "↓"
-        };
         t.add_row(vec![
-            Cell::new(format!("geomean {arrow} ({} metrics)", g.metrics.len())),
+            Cell::new(g.label()),
             Cell::new(""),
             Cell::new(""),
             right(ratio_ci(g.geo.ratio, g.geo.ci_low, g.geo.ci_high)),
@@ -61,9 +59,25 @@ pub fn pair(r: &PairReport) -> Table {
             )),
             Cell::new(""),
             Cell::new(""),
+            Cell::new(g.combines()),
         ]);
     }
     t
+}
+
+/// The lines under a pair's table: per compared metric its basis, minimum detectable
+/// effect and any warning; then every metric that could not be compared, in one line.
+pub fn notes(r: &PairReport) -> Vec<String> {
+    let mut out: Vec<String> = r
+        .shown_rows()
+        .flat_map(|row| {
+            row.notes()
+                .into_iter()
+                .map(move |n| format!("  {}: {n}", row.name))
+        })
+        .collect();
+    out.extend(r.not_comparable_line());
+    out
 }
 
 /// The ratio-of-ratios table of a design.

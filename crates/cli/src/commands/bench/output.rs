@@ -45,20 +45,26 @@ pub fn print(o: &Outcome) {
         return;
     }
     println!(
-        "\nCompared with benchmark {} ({}): ratio of mean wall times [{level} CI], Welch's p",
+        "\nCompared with benchmark {} ({}): ratio of wall times [{level} CI], its basis and p",
         o.baseline + 1,
         o.results[o.baseline].bench.name
     );
     for (i, rows) in &o.comparisons {
         let name = &o.results[*i].bench.name;
         match rows.iter().find(|v| v.metric == "wall_s") {
-            Some(v) if v.ratio.is_finite() => println!(
-                "  {}: {name}  {}  p = {}  {}",
-                i + 1,
-                ratio_ci(v.ratio, v.ratio_ci_low, v.ratio_ci_high),
-                p_text(v.p_welch),
-                v.verdict
-            ),
+            Some(v) if v.ratio.is_finite() => {
+                println!(
+                    "  {}: {name}  {}  {}  p = {}  {}",
+                    i + 1,
+                    ratio_ci(v.ratio, v.ratio_ci_low, v.ratio_ci_high),
+                    v.basis,
+                    p_text(v.p),
+                    v.verdict
+                );
+                for note in &v.notes {
+                    println!("     {note}");
+                }
+            }
             Some(v) => println!("  {}: {name}  {}", i + 1, v.verdict),
             None => println!("  {}: {name}  not compared (no successful run)", i + 1),
         }

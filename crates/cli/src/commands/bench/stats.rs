@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use perflab_analysis::compare::{against_baseline, Baseline};
-use perflab_analysis::{CompareOptions, Outcome};
+use perflab_analysis::{Basis, CompareOptions, Outcome};
 use perflab_store::{RunId, Store};
 use serde_json::Value;
 /// One metric of one config.
@@ -63,13 +63,19 @@ pub fn summaries(store: &Store, run: RunId, confidence: f64) -> anyhow::Result<S
 #[derive(Debug, Clone)]
 pub struct Versus {
     pub metric: String,
-    /// Ratio of means (candidate / baseline) and its interval; NaN when not compared.
+    /// The verdict's ratio (candidate / baseline: paired when the rounds allow, else
+    /// the ratio of means) and its interval; NaN when not compared.
     pub ratio: f64,
     pub ratio_ci_low: f64,
     pub ratio_ci_high: f64,
-    pub p_welch: f64,
-    /// "faster", "slower", "no significant difference", "too few trials", ...
+    /// The p-value of the verdict's test (paired t, or Welch's).
+    pub p: f64,
+    /// `paired (8 rounds)` or `Welch`.
+    pub basis: String,
+    /// "faster", "slower", "equivalent", "undecided", "too few trials", ...
     pub verdict: String,
+    /// The basis with Welch's beside it, the minimum detectable effect, warnings.
+    pub notes: Vec<String>,
     /// The entry as `perflab compare --json` writes it.
     pub json: Value,
 }
@@ -97,7 +103,11 @@ pub fn versus_baseline(
             .zip(json)
             .map(|(r, json)| {
                 let (ratio, lo, hi, p) = match &r.outcome {
-                    Outcome::Compared(c) => (c.ratio, c.ratio_ci_low, c.ratio_ci_high, c.p_welch),
+                    Outcome::Compared(c) => {
+                        let (ratio, lo, hi) = c.basis_ratio();
+                        let p = c.paired.filter(|_| c.basis == Basis::Paired);
+                        (ratio, lo, hi, p.map_or(c.p_welch, |p| p.p_t))
+                    }
                     _ => (f64::NAN, f64::NAN, f64::NAN, f64::NAN),
                 };
                 Versus {
@@ -105,8 +115,10 @@ pub fn versus_baseline(
                     ratio,
                     ratio_ci_low: lo,
                     ratio_ci_high: hi,
-                    p_welch: p,
-                    verdict: r.verdict().to_string(),
+                    p,
+                    basis: r.basis_text(),
+                    verdict: r.verdict_text(),
+                    notes: r.notes(),
                     json,
                 }
             })

@@ -1,0 +1,55 @@
+//! `perflab bench` compares its commands round by round (issue 29, items 2 and 4): the
+//! wall-time verdict rests on the paired ratio, Welch's is kept beside it, and the
+//! minimum detectable effect is printed and exported.
+
+mod common;
+use common::*;
+
+use serde_json::Value;
+
+#[test]
+fn two_sleeps_are_compared_paired_with_their_minimum_detectable_effect() {
+    let lab = Lab::new();
+    let out = lab.run(&[
+        "bench",
+        "sleep 0.1",
+        "sleep 0.12",
+        "-r",
+        "8",
+        "--export-json",
+        "out.json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    for part in [
+        "paired (8 rounds)",
+        "Welch (unpaired)",
+        "minimum detectable effect ±",
+        "slower",
+    ] {
+        assert!(text.contains(part), "{part:?} missing in\n{text}");
+    }
+
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(lab.path("out.json")).unwrap())
+        .expect("export is JSON");
+    let wall = doc["comparison"]
+        .as_array()
+        .expect("comparison")
+        .iter()
+        .find(|c| c["metric"] == "wall_s")
+        .expect("a wall_s comparison");
+    assert_eq!(wall["basis"], "paired", "{wall}");
+    assert_eq!(wall["verdict"], "slower", "{wall}");
+    let p = &wall["paired"];
+    assert_eq!(p["n_pairs"], 8, "{wall}");
+    let (lo, hi) = (p["lo"].as_f64().unwrap(), p["hi"].as_f64().unwrap());
+    assert!(
+        (1.15..=1.25).contains(&lo) && (1.15..=1.25).contains(&hi),
+        "paired ratio CI [{lo}, {hi}] must lie inside [1.15, 1.25]"
+    );
+    assert!(p["p_wilcoxon"].as_f64().unwrap() < 0.05, "{wall}");
+    let mde = wall["mde_pct"].as_f64().expect("mde_pct");
+    assert!(mde > 0.0 && mde < 15.0, "{wall}");
+    // Welch's estimate stays in its own fields.
+    assert!(wall["p_welch"].is_number() && wall["ratio_ci_low"].is_number());
+}
