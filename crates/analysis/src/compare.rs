@@ -42,6 +42,9 @@ pub struct Row {
     pub outcome: Outcome,
     /// Every value on both sides is exactly 0 (no errors either side).
     pub both_zero: bool,
+    /// A verdict set by a caller that knows more than the statistics (e.g. `within
+    /// noise` from a noise floor across hosts); replaces the word in every output.
+    pub verdict_override: Option<&'static str>,
 }
 
 /// n, mean and the half-width of its t interval (NaN for n = 1).
@@ -225,6 +228,7 @@ fn row(b: &MetricSamples, c: &MetricSamples, opts: &CompareOptions, same_run: bo
         candidate: Sample::of(&c.values, opts.confidence),
         outcome: compare_metric_rounds(side(b), side(c), rounds, opts, format::sig),
         both_zero: b.all_zero() && c.all_zero(),
+        verdict_override: None,
     }
 }
 
@@ -234,6 +238,9 @@ impl Row {
     /// `verdict`. The word can be overridden by a caller that knows more (a noise
     /// floor): it is a plain string in every output.
     pub fn verdict(&self) -> &'static str {
+        if let Some(v) = self.verdict_override {
+            return v;
+        }
         match &self.outcome {
             Outcome::Compared(c) => c.verdict_word(),
             Outcome::TooFew => "too few trials",
@@ -245,29 +252,12 @@ impl Row {
     /// significant difference (its MDE is in [`Row::notes`]).
     pub fn verdict_text(&self) -> String {
         match &self.outcome {
+            _ if self.verdict_override.is_some() => self.verdict().to_string(),
             Outcome::NotComparable(why) => format!("not comparable: {why}"),
             Outcome::Compared(c) if c.verdict == Verdict::Undecided => {
                 "undecided: no significant difference".into()
             }
             _ => self.verdict().to_string(),
-        }
-    }
-
-    /// The minimum detectable effect for a table cell: `±1.8 % (±1 %: ≈ 14 rounds)`,
-    /// `±0.60 %` once ±1 % is within reach, `—` when not compared.
-    pub fn mde_text(&self) -> String {
-        let Some(c) = self.comparison().filter(|c| c.mde_pct.is_finite()) else {
-            return format::NONE.into();
-        };
-        let full = format::mde(c.mde_pct, c.rounds_for_1pct);
-        let short = full.trim_start_matches("minimum detectable effect ");
-        match short.split_once("; ") {
-            Some((m, rest)) => format!(
-                "{m} ({})",
-                rest.replace(" would need ", ": ")
-                    .replace(" is out of reach", ": out of reach")
-            ),
-            None => short.to_string(),
         }
     }
 
@@ -311,6 +301,7 @@ impl Row {
     /// (not compared).
     pub fn class(&self) -> &'static str {
         match &self.outcome {
+            Outcome::Compared(_) if self.verdict_override.is_some() => "same",
             Outcome::Compared(c) => match c.verdict {
                 Verdict::Better => "better",
                 Verdict::Worse => "worse",

@@ -191,7 +191,7 @@ fn command_experiment_report_has_tables_charts_and_the_failed_trials() {
         md.contains("| x=2 | value | 12 pts | 22 pts |"),
         "comparison with the first config: {md}"
     );
-    assert!(md.contains("**faster**"), "{md}");
+    assert!(md.contains("**better**"), "{md}");
     assert!(md.contains("<details><summary>"), "experiment file: {md}");
     assert!(md.contains("## Failed and interrupted trials"), "{md}");
     assert!(md.contains("| x=3 | failed |"), "{md}");

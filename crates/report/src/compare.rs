@@ -81,6 +81,24 @@ impl CompareRow {
     }
 }
 
+/// The lines under the comparison table: per compared row, the verdict's basis (with
+/// Welch's beside a paired one), the minimum detectable effect and any warning
+/// (`x=2 · value: Welch (unpaired); minimum detectable effect ±4.1 %; ...`); then
+/// the rows that could not be compared, in one line.
+pub fn notes(rows: &[CompareRow]) -> Vec<String> {
+    let mut out: Vec<String> = rows
+        .iter()
+        .filter(|c| c.shown())
+        .filter_map(|c| {
+            let notes = c.row.notes();
+            (!notes.is_empty())
+                .then(|| format!("{} · {}: {}", c.candidate, c.row.name, notes.join("; ")))
+        })
+        .collect();
+    out.extend(not_comparable_line(rows));
+    out
+}
+
 /// Every row that could not be compared, in one line: `not comparable: user_s of
 /// sleep 0.2 (baseline mean is 0), ...`; None when none.
 pub fn not_comparable_line(rows: &[CompareRow]) -> Option<String> {

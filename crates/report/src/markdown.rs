@@ -151,9 +151,7 @@ fn comparison(out: &mut String, d: &ReportData) {
                 md_cell(&value(r.baseline.mean, &r.unit)),
                 md_cell(&value(r.candidate.mean, &r.unit)),
                 r.ratio_text(),
-                md_cell(&r.basis_text()),
                 r.p_text(),
-                md_cell(&r.mde_text()),
                 verdict,
             ]
         })
@@ -167,16 +165,15 @@ fn comparison(out: &mut String, d: &ReportData) {
             "baseline",
             "candidate mean",
             &ratio_head,
-            "basis",
             "p (Welch)",
-            "MDE (80 % power)",
             "verdict",
         ],
         &rows,
     );
-    if let Some(line) = crate::compare::not_comparable_line(&d.comparisons) {
-        let _ = writeln!(out, "{}\n", md_cell(&line));
+    for line in crate::compare::notes(&d.comparisons) {
+        let _ = writeln!(out, "- {}", md_cell(&line));
     }
+    out.push('\n');
 }
 
 fn interaction(out: &mut String, d: &ReportData) {

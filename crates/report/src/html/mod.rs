@@ -284,9 +284,7 @@ fn comparison(o: &mut String, d: &ReportData) {
         "baseline",
         "candidate mean",
         &ratio_head,
-        "basis",
         "p (Welch)",
-        "MDE (80 % power)",
         "verdict",
     ];
     head(o, &cols);
@@ -294,16 +292,14 @@ fn comparison(o: &mut String, d: &ReportData) {
     for c in d.comparisons.iter().filter(|c| c.shown()) {
         let r = &c.row;
         let line = format!(
-            "<tr class=\"{}\"><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num v\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"v\">{}</td></tr>\n",
+            "<tr class=\"{}\"><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num v\">{}</td><td class=\"num\">{}</td><td class=\"v\">{}</td></tr>\n",
             r.class(),
             esc(&c.candidate),
             esc(&r.name),
             esc(&value(r.baseline.mean, &r.unit)),
             esc(&value(r.candidate.mean, &r.unit)),
             r.ratio_text(),
-            esc(&r.basis_text()),
             r.p_text(),
-            esc(&r.mde_text()),
             esc(&r.verdict_text())
         );
         if r.name.contains('.') {
@@ -319,9 +315,11 @@ fn comparison(o: &mut String, d: &ReportData) {
         o.push_str(&system);
         o.push_str("</tbody></table></details>\n");
     }
-    if let Some(line) = crate::compare::not_comparable_line(&d.comparisons) {
-        let _ = writeln!(o, "<p class=\"muted\">{}</p>", esc(&line));
+    o.push_str("<ul class=\"muted\">");
+    for line in crate::compare::notes(&d.comparisons) {
+        let _ = write!(o, "<li>{}</li>", esc(&line));
     }
+    o.push_str("</ul>\n");
 }
 
 fn interaction(o: &mut String, d: &ReportData) {

@@ -129,9 +129,10 @@ fn ratio_to_c(candidate: Option<&Candidate>) -> Map<String, Value> {
             continue;
         };
         let v = match &row.outcome {
-            Outcome::Compared(c) => {
-                json!({"ratio": c.ratio, "ci_low": c.ratio_ci_low, "ci_high": c.ratio_ci_high})
-            }
+            Outcome::Compared(c) => json!({
+                "ratio": c.ratio, "ci_low": c.ratio_ci_low, "ci_high": c.ratio_ci_high,
+                "warning": c.says_little(),
+            }),
             // Too few rounds for an interval: the ratio of the means alone.
             _ => {
                 json!({"ratio": row.candidate.mean / row.baseline.mean, "ci_low": null, "ci_high": null})
@@ -156,6 +157,23 @@ fn stored_output(store: &Store, run: RunId, config: i64) -> Option<Output> {
 }
 
 /// The document as JSON, or as two tables (MFLOPS, ratio to C).
+/// One line per language whose ratios to C say little (e.g. `--repeat 2`).
+fn warnings(langs: &[Value]) -> Vec<String> {
+    langs
+        .iter()
+        .filter_map(|l| {
+            let w = l["ratio_to_c"]
+                .as_object()?
+                .values()
+                .find_map(|q| q["warning"].as_str())?;
+            Some(format!(
+                "warning: {} ratios to C: {w}",
+                l["lang"].as_str().unwrap_or("?")
+            ))
+        })
+        .collect()
+}
+
 pub fn print(doc: &Value, json: bool, confidence: f64) -> anyhow::Result<()> {
     if json {
         println!("{}", serde_json::to_string_pretty(doc)?);
@@ -225,6 +243,9 @@ pub fn print(doc: &Value, json: bool, confidence: f64) -> anyhow::Result<()> {
     println!("{t}");
     if langs.iter().any(|l| l["lang"] == "c") && langs.len() > 1 {
         println!("{r}");
+        for line in warnings(&langs) {
+            println!("{line}");
+        }
     }
     Ok(())
 }
