@@ -25,7 +25,6 @@ fn two_sleeps_are_compared_paired_with_their_minimum_detectable_effect() {
         "paired (8 rounds)",
         "Welch (unpaired)",
         "minimum detectable effect ±",
-        "slower",
     ] {
         assert!(text.contains(part), "{part:?} missing in\n{text}");
     }
@@ -39,17 +38,20 @@ fn two_sleeps_are_compared_paired_with_their_minimum_detectable_effect() {
         .find(|c| c["metric"] == "wall_s")
         .expect("a wall_s comparison");
     assert_eq!(wall["basis"], "paired", "{wall}");
-    assert_eq!(wall["verdict"], "slower", "{wall}");
     let p = &wall["paired"];
     assert_eq!(p["n_pairs"], 8, "{wall}");
+    let mde = wall["mde_pct"].as_f64().expect("mde_pct");
+    assert!(mde > 0.0, "{wall}");
+    assert!(wall["rounds_for_1pct"].as_u64().is_some(), "{wall}");
+    // Welch's estimate stays in its own fields.
+    assert!(wall["p_welch"].is_number() && wall["ratio_ci_low"].is_number());
+    // The numbers (these need a machine that is not overloaded: `sleep` is timed).
     let (lo, hi) = (p["lo"].as_f64().unwrap(), p["hi"].as_f64().unwrap());
     assert!(
         (1.15..=1.25).contains(&lo) && (1.15..=1.25).contains(&hi),
         "paired ratio CI [{lo}, {hi}] must lie inside [1.15, 1.25]"
     );
+    assert_eq!(wall["verdict"], "slower", "{wall}");
+    assert!(text.contains("slower"), "{text}");
     assert!(p["p_wilcoxon"].as_f64().unwrap() < 0.05, "{wall}");
-    let mde = wall["mde_pct"].as_f64().expect("mde_pct");
-    assert!(mde > 0.0 && mde < 15.0, "{wall}");
-    // Welch's estimate stays in its own fields.
-    assert!(wall["p_welch"].is_number() && wall["ratio_ci_low"].is_number());
 }

@@ -3,9 +3,11 @@
 //! * [`summarize`]: n, mean, sd, Student-t CI, median with an order-statistic CI,
 //!   min/max, CV and robust outlier flags for one configuration and metric;
 //!   [`precision_reached`] for "stop when the CI is within ±x %".
-//! * [`compare`]: ratio of means with a Fieller (or bootstrap) CI, Welch and
-//!   Mann–Whitney p-values, and a direction-aware verdict;
-//!   [`geometric_mean_ratio`] over several metrics.
+//! * [`compare`] / [`compare_rounds`]: ratio of means with a Fieller (or bootstrap)
+//!   CI, Welch and Mann–Whitney p-values, the paired estimate when the values come in
+//!   rounds, and a direction-aware verdict (better / worse / equivalent / undecided,
+//!   worded by [`MetricKind`]) with its minimum detectable effect ([`mde_pct`],
+//!   [`rounds_needed`]); [`geometric_mean_ratio`] over several metrics.
 //! * [`paired_log_ratio`]: trials paired by round — the per-round log-ratio with a
 //!   paired t interval and Wilcoxon's signed-rank p-value ([`wilcoxon_signed_rank`]).
 //! * [`ratio_of_ratios`]: the interaction contrast of a two-by-two design.
