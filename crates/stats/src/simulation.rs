@@ -8,7 +8,6 @@
 //! Sizes are small (10 rounds per run) so the tests stay fast in a debug build.
 
 use crate::compare::{compare_rounds, Basis, CompareOptions, Verdict};
-use crate::paired::paired_log_ratio;
 use crate::rng::SeededRng;
 use crate::Better;
 
@@ -38,6 +37,7 @@ fn run(
 #[test]
 fn paired_a_a_false_positive_rate_is_five_percent_under_drift() {
     let mut rng = SeededRng::new(29);
+    let opts = CompareOptions::default();
     let runs = 10_000;
     let mut positives = 0;
     for i in 0..runs {
@@ -50,34 +50,12 @@ fn paired_a_a_false_positive_rate_is_five_percent_under_drift() {
         // Drift moves the level by up to 4 % over the run, slowly compared with a round.
         let drift = move |t: usize| slope * t as f64 + walk[t];
         let (b, c) = run(&mut rng, 0.0, 0.01, &drift);
-        let p = paired_log_ratio(&b, &c, 0.95).unwrap();
-        positives += usize::from(p.lo > 1.0 || p.hi < 1.0);
+        let cmp = compare_rounds(&b, &c, Some((&b, &c)), Better::Lower, &opts).unwrap();
+        assert_eq!(cmp.basis, Basis::Paired);
+        positives += usize::from(matches!(cmp.verdict, Verdict::Better | Verdict::Worse));
     }
     let rate = positives as f64 / runs as f64;
     assert!((0.04..=0.06).contains(&rate), "false-positive rate {rate}");
-}
-
-#[test]
-fn the_paired_verdict_is_the_basis_and_holds_its_rate() {
-    // The same through compare_rounds: the verdict rests on the pairs.
-    let mut rng = SeededRng::new(30);
-    let runs = 2_000;
-    let mut significant = 0;
-    for _ in 0..runs {
-        let (b, c) = run(&mut rng, 0.0, 0.01, &|t| 0.004 * t as f64);
-        let cmp = compare_rounds(
-            &b,
-            &c,
-            Some((&b, &c)),
-            Better::Lower,
-            &CompareOptions::default(),
-        )
-        .unwrap();
-        assert_eq!(cmp.basis, Basis::Paired);
-        significant += usize::from(matches!(cmp.verdict, Verdict::Better | Verdict::Worse));
-    }
-    let rate = significant as f64 / runs as f64;
-    assert!((0.03..=0.07).contains(&rate), "{rate}");
 }
 
 #[test]
