@@ -1,10 +1,12 @@
 //! Two configs of one run are compared round by round when their trials ran in
 //! blocked rounds (interleaved order), and as independent samples when they did not
-//! (sequential order) — read from the store and from an export alike.
+//! (sequential order) — read from the store and from an export alike. And the words
+//! of a comparison fit its metrics: uncomparable ones fold into one line, geomeans
+//! never mix kinds, sizes are worse rather than slower.
 
-use perflab_analysis::compare::{against_baseline, Baseline};
-use perflab_analysis::samples::{from_export, from_store, paired_by_round};
-use perflab_analysis::{Basis, CompareOptions, Outcome};
+use perflab_analysis::compare::{against_baseline, compare_metrics, Baseline};
+use perflab_analysis::samples::{from_export, from_store, paired_by_round, MetricSamples};
+use perflab_analysis::{Basis, CompareOptions, MetricKind, Outcome};
 use perflab_store::{
     HostInfo, MetricValue, NewRun, Params, RunId, RunStatus, Store, TrialRecord, TrialStatus,
 };
@@ -128,4 +130,61 @@ fn fewer_than_five_rounds_or_sequential_order_stay_on_welch() {
     let seq = record(&store, 8, false);
     let c = first_row_comparison(&store, seq);
     assert_eq!((c.basis, c.paired), (Basis::Welch, None));
+}
+
+fn samples(name: &str, unit: &str, better: &str, values: &[f64]) -> MetricSamples {
+    MetricSamples {
+        name: name.into(),
+        unit: unit.into(),
+        better: better.into(),
+        values: values.to_vec(),
+        trials: (1..=values.len() as u32).collect(),
+        rounds: (1..=values.len() as u32).collect(),
+    }
+}
+
+#[test]
+fn uncomparable_metrics_fold_into_one_line_and_geomeans_never_mix_kinds() {
+    let base = [
+        samples("wall_s", "s", "lower", &[1.0, 1.1, 0.9, 1.0]),
+        samples("sys_s", "s", "lower", &[0.5, 0.4, 0.6, 0.5]),
+        samples("user_s", "s", "lower", &[0.0, 0.0, 0.0, 0.0]),
+        samples("cpu_s", "s", "lower", &[0.0, 0.0, 0.0, 0.0]),
+        samples("rss", "B", "lower", &[100.0, 101.0, 99.0, 100.0]),
+        samples("heap", "B", "lower", &[50.0, 51.0, 49.0, 50.0]),
+        samples("out", "B", "lower", &[10.0, 11.0, 9.0, 10.0]),
+    ];
+    let cand: Vec<MetricSamples> = base
+        .iter()
+        .map(|m| {
+            let mut c = m.clone();
+            c.values.iter_mut().for_each(|v| *v = *v * 1.2 + 0.01);
+            c
+        })
+        .collect();
+    let r = compare_metrics(&base, &cand, &[], &CompareOptions::default());
+    assert_eq!(
+        r.not_comparable_line().as_deref(),
+        Some("not comparable: user_s (baseline mean is 0), cpu_s (baseline mean is 0)")
+    );
+    assert_eq!(r.shown_rows().count(), 5);
+    let groups: Vec<(MetricKind, Vec<String>)> = r
+        .geomean
+        .iter()
+        .map(|g| (g.kind, g.metrics.clone()))
+        .collect();
+    assert_eq!(
+        groups,
+        [
+            (MetricKind::Time, vec!["wall_s".into(), "sys_s".into()]),
+            (
+                MetricKind::Size,
+                vec!["rss".into(), "heap".into(), "out".into()]
+            ),
+        ]
+    );
+    assert_eq!(r.geomean[0].combines(), "of wall_s, sys_s (times)");
+    // a size is worse, not slower
+    let rss = r.rows.iter().find(|x| x.name == "rss").unwrap();
+    assert_eq!(rss.verdict(), "worse");
 }
