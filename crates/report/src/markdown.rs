@@ -170,10 +170,13 @@ fn comparison(out: &mut String, d: &ReportData) {
         ],
         &rows,
     );
-    for line in crate::compare::notes(&d.comparisons) {
-        let _ = writeln!(out, "- {}", md_cell(&line));
+    let notes = crate::compare::notes(&d.comparisons);
+    for line in &notes {
+        let _ = writeln!(out, "- {}", md_cell(line));
     }
-    out.push('\n');
+    if !notes.is_empty() {
+        out.push('\n');
+    }
 }
 
 fn interaction(out: &mut String, d: &ReportData) {

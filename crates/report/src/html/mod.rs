@@ -315,11 +315,14 @@ fn comparison(o: &mut String, d: &ReportData) {
         o.push_str(&system);
         o.push_str("</tbody></table></details>\n");
     }
-    o.push_str("<ul class=\"muted\">");
-    for line in crate::compare::notes(&d.comparisons) {
-        let _ = write!(o, "<li>{}</li>", esc(&line));
+    let notes = crate::compare::notes(&d.comparisons);
+    if !notes.is_empty() {
+        o.push_str("<ul class=\"muted\">");
+        for line in notes {
+            let _ = write!(o, "<li>{}</li>", esc(&line));
+        }
+        o.push_str("</ul>\n");
     }
-    o.push_str("</ul>\n");
 }
 
 fn interaction(o: &mut String, d: &ReportData) {
