@@ -7,7 +7,10 @@
 //! p-value comes from the exact null distribution of W⁺ (each of the 2ⁿ sign
 //! patterns equally likely, counted by dynamic programming); otherwise from the
 //! normal approximation with average ranks and the tie-corrected variance
-//! n(n+1)(2n+1)/24 − Σ(t³ − t)/48.
+//! n(n+1)(2n+1)/24 − Σ(t³ − t)/48. One deliberate difference: where zeros were
+//! dropped, recent scipy switches to the normal approximation; here the remaining
+//! untied pairs keep their exact distribution (timings are rarely exactly equal, and
+//! the exact p is the better answer for the few pairs a run has).
 //!
 //! The exact two-sided p-value is at least 2/2ⁿ, so with 5 pairs or fewer it
 //! can never fall below 0.05: a paired comparison of 5 rounds has its t interval
