@@ -12,7 +12,8 @@
 //! Every compared row states its minimum detectable effect; rows that cannot be
 //! compared are folded into one line ([`PairReport::not_comparable_line`]); a
 //! geometric mean only combines metrics of one direction *and* one kind (times with
-//! times, rates with rates: never a size with a time), and names them.
+//! times, rates with rates, sizes with sizes: never a size with a time; counts and
+//! ratios not at all), and names them.
 //!
 //! Nothing here drops a metric silently: a metric on one side only is listed as
 //! skipped, one with fewer than two values on a side is "too few trials", and one the
@@ -107,7 +108,7 @@ impl GeoRow {
             MetricKind::Time => "times",
             MetricKind::Rate => "rates",
             MetricKind::Size => "sizes",
-            MetricKind::Other => "same-kind values",
+            MetricKind::Other => "other values",
         };
         format!("of {} ({kind})", self.metrics.join(", "))
     }
@@ -168,12 +169,8 @@ fn compare_sides(
             skipped.push((c.name.clone(), "candidate"));
         }
     }
-    let kinds = [
-        MetricKind::Time,
-        MetricKind::Rate,
-        MetricKind::Size,
-        MetricKind::Other,
-    ];
+    // Counts, ratios and percentages ("other") share no unit: no geomean of them.
+    let kinds = [MetricKind::Time, MetricKind::Rate, MetricKind::Size];
     let geomean = [Better::Higher, Better::Lower]
         .into_iter()
         .flat_map(|dir| kinds.map(|kind| (dir, kind)))
