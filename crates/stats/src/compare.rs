@@ -277,7 +277,7 @@ fn check_options(opts: &CompareOptions) -> Result<(), StatsError> {
         return Err(StatsError::InvalidAlpha(opts.alpha));
     }
     if !(opts.power > 0.0 && opts.power < 1.0) {
-        return Err(StatsError::InvalidConfidence(opts.power));
+        return Err(StatsError::InvalidPower(opts.power));
     }
     Ok(())
 }

@@ -16,6 +16,9 @@ pub enum StatsError {
     /// The confidence level is not strictly between 0 and 1.
     #[error("confidence level {0} is not between 0 and 1 (exclusive); expected e.g. 0.95")]
     InvalidConfidence(f64),
+    /// The power of a minimum detectable effect is not strictly between 0 and 1.
+    #[error("power {0} is not between 0 and 1 (exclusive); expected e.g. 0.8")]
+    InvalidPower(f64),
     /// The significance level is not strictly between 0 and 1.
     #[error("significance level {0} is not between 0 and 1 (exclusive); expected e.g. 0.05")]
     InvalidAlpha(f64),

@@ -114,3 +114,15 @@ fn verdict_words_fit_the_metric_kind() {
     assert_eq!(word("x"), "better");
     assert_eq!(word("B"), "better");
 }
+
+#[test]
+fn a_power_outside_zero_one_is_refused_by_name() {
+    use perflab_stats::{compare, Better, CompareOptions, StatsError};
+    let o = CompareOptions {
+        power: 1.0,
+        ..CompareOptions::default()
+    };
+    let e = compare(&[1.0, 2.0], &[1.0, 2.0], Better::Lower, &o).unwrap_err();
+    assert_eq!(e, StatsError::InvalidPower(1.0));
+    assert!(e.to_string().contains("power 1"), "{e}");
+}
