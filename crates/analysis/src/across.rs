@@ -44,9 +44,16 @@ pub struct Across {
     pub params: Vec<Fact>,
 }
 
-/// The host a side ran on and its run's environment: a fleet trial's `host.json`
-/// facts when the config's first ok trial has them, else the run's own host.
-fn side_host(store: &Store, s: SideRef<'_>) -> perflab_store::Result<(HostInfo, Value)> {
+/// Where a side ran: the host's name (a fleet trial's inventory name, else the run's
+/// hostname), its facts and its run's environment — a fleet trial's `host.json` when
+/// the config's first ok trial has one, else the run's own host.
+struct Place {
+    name: String,
+    host: HostInfo,
+    env: Value,
+}
+
+fn place(store: &Store, s: SideRef<'_>) -> perflab_store::Result<Place> {
     let env = store.run_environment(s.run.id)?;
     let trial = store
         .trials(s.run.id)?
@@ -54,17 +61,30 @@ fn side_host(store: &Store, s: SideRef<'_>) -> perflab_store::Result<(HostInfo, 
         .find(|t| t.config_id == s.config.config_id && t.status == "ok");
     if let Some(t) = trial {
         for (name, _, content) in store.trial_artifacts(t.id)? {
-            let fleet: Option<HostInfo> = (name == "host.json")
+            let Some(doc) = (name == "host.json")
                 .then(|| serde_json::from_slice::<Value>(&content).ok())
                 .flatten()
-                .and_then(|doc| serde_json::from_value(doc.get("facts")?.clone()).ok());
-            if let Some(h) = fleet {
-                return Ok((h, env));
+            else {
+                continue;
+            };
+            let host = doc
+                .get("facts")
+                .and_then(|f| serde_json::from_value::<HostInfo>(f.clone()).ok());
+            if let (Some(name), Some(host)) = (doc.get("name").and_then(Value::as_str), host) {
+                return Ok(Place {
+                    name: name.to_string(),
+                    host,
+                    env,
+                });
             }
         }
     }
     let host = facts::run_host(&env, &store.host(s.run.host_id)?);
-    Ok((host, env))
+    Ok(Place {
+        name: host.hostname.clone(),
+        host,
+        env,
+    })
 }
 
 impl Across {
@@ -76,12 +96,11 @@ impl Across {
         b: SideRef<'_>,
         report: &PairReport,
     ) -> perflab_store::Result<Option<Across>> {
-        let (ha, ea) = side_host(store, a)?;
-        let (hb, eb) = side_host(store, b)?;
-        if a.run.id == b.run.id && ha.hostname == hb.hostname {
+        let (pa, pb) = (place(store, a)?, place(store, b)?);
+        if a.run.id == b.run.id && pa.name == pb.name {
             return Ok(None);
         }
-        let noise = RunNoise::of(&ea, &eb);
+        let noise = RunNoise::of(&pa.env, &pb.env);
         let floors = report
             .rows
             .iter()
@@ -99,7 +118,10 @@ impl Across {
         Ok(Some(Across {
             noise,
             floors,
-            facts: facts::side_by_side(&facts::host_facts(&ha, &ea), &facts::host_facts(&hb, &eb)),
+            facts: facts::side_by_side(
+                &facts::host_facts(&pa.host, &pa.env),
+                &facts::host_facts(&pb.host, &pb.env),
+            ),
             params: facts::params_differ(&a.config.params, &b.config.params, &axis),
         }))
     }
