@@ -32,6 +32,10 @@ use crate::Global;
 /// A side is RUN (a run with one config) or RUN:key=value,... (one config of a run;
 /// values match the parameter's text, so level=6 matches 6 and mode=fast "fast").
 /// A difference is significant when p < --alpha and the ratio CI excludes 1.
+/// Across two runs or hosts each metric also has a noise floor (the larger of each
+/// side's CV and each run's CPU-loop noise): a ratio within it is "within noise" and
+/// no regression; the host facts that differ are listed, and a parameter that differs
+/// without being named in the sides is warned about.
 ///
 /// Examples:
 ///   perflab compare 3 4                          # run 3 is the baseline
@@ -274,17 +278,23 @@ fn print_pair(base: &Side, cand: &Side, r: &PairReport, across: Option<&Across>)
 /// Under the table of a comparison across runs or hosts: the noise floor and the host
 /// facts that differ.
 fn print_across(x: &Across) {
-    let noise = |n: Option<f64>| n.map_or("not measured".into(), |v| format!("{:.1}%", v * 100.0));
+    let noise = |side: &str, n: Option<f64>| match n {
+        Some(v) => format!(
+            "{side}'s CPU loop varied {:.1}% (CV) before its run",
+            v * 100.0
+        ),
+        None => format!("{side}'s CPU loop was not measured"),
+    };
     let floors: Vec<String> = x
         .floors
         .iter()
         .map(|(m, f)| format!("{m} {}", f.text()))
         .collect();
     println!(
-        "noise floor: A's CPU loop varied {} (CV) before its run, B's {}; per metric the floor \
-         is the larger of that and each side's own CV, and a ratio within it is \"{WITHIN_NOISE}\": {}",
-        noise(x.noise.a),
-        noise(x.noise.b),
+        "noise floor: {}, {}; per metric the floor is the larger of that and each side's \
+         own CV, and a ratio within it is \"{WITHIN_NOISE}\": {}",
+        noise("A", x.noise.a),
+        noise("B", x.noise.b),
         floors.join(", ")
     );
     let differ: Vec<_> = x.facts_differ().collect();
