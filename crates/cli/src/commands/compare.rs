@@ -172,7 +172,8 @@ fn two_sides(
         let mut doc = json!({
             "schema_version": 1, "confidence": opts.confidence, "alpha": opts.alpha,
             "baseline": base.json(), "candidate": cand.json(),
-            "geomean": report.geomean_json(), "skipped": report.skipped_json(),
+            "comparisons": null, "geomean": report.geomean_json(),
+            "skipped": report.skipped_json(),
         });
         if let Some(across) = &across {
             across.patch_json(&report, &mut comparisons);
