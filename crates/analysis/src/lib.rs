@@ -12,6 +12,9 @@
 //! * [`compare`]: baseline versus candidate — ratio CIs, Welch p, verdicts, geomean —
 //!   and [`compare::against_baseline`] for "every config against the baseline";
 //! * [`interaction`]: ratio of ratios;
+//! * [`floor`]: the noise floor of a comparison across runs or hosts, and its rule;
+//!   [`facts`]: the host facts and parameters that differ between the two sides;
+//!   [`across`]: both applied to `perflab compare A B` of two runs or hosts;
 //! * [`doctor`]: the doctor's findings per trial; [`profile`]: a profile's top functions;
 //! * [`format`]: the one way numbers are written (mean ± CI, ratio [lo, hi], p).
 //!
@@ -20,8 +23,11 @@
 //! The statistics types the answers carry are re-exported, so callers need not
 //! depend on `perflab-stats` themselves.
 
+pub mod across;
 pub mod compare;
 pub mod doctor;
+pub mod facts;
+pub mod floor;
 pub mod format;
 pub mod interaction;
 pub mod profile;

@@ -9,14 +9,16 @@
 //! noise each run measured before it started (`noise_cv`). A ratio is called faster or
 //! slower only when its interval excludes 1 *and* it differs from 1 by more than that
 //! floor: a difference a host shows against itself is never a difference between
-//! hosts.
+//! hosts. The rule is [`crate::floor`]'s and the host facts [`crate::facts`]', shared
+//! with `perflab compare` across runs.
 
 use perflab_stats::{compare_metric, geometric_mean_ratio, CompareOptions, Outcome};
-use perflab_store::{HostInfo, RunExport};
+use perflab_store::RunExport;
 use perflab_units::Phrase;
-use serde_json::Value;
 
 use crate::compare::Sample;
+pub use crate::facts::Fact;
+use crate::floor::{cv, RunNoise, WITHIN_NOISE};
 use crate::samples::{self, ConfigSamples};
 
 /// One item of a suite run.
@@ -41,16 +43,6 @@ pub fn kind_of(export: &RunExport) -> Option<bool> {
 
 fn item_of(c: &ConfigSamples) -> Option<String> {
     c.params.get("item")?.as_str().map(str::to_string)
-}
-
-fn cv(values: &[f64]) -> f64 {
-    let n = values.len() as f64;
-    if values.len() < 2 {
-        return f64::NAN;
-    }
-    let mean = values.iter().sum::<f64>() / n;
-    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    var.sqrt() / mean.abs()
 }
 
 /// The items of a suite run in the run's config order (the suite's own order, groups
@@ -139,20 +131,6 @@ pub struct CompareRow {
     pub verdict: &'static str,
 }
 
-/// A fact of the two hosts.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Fact {
-    pub name: String,
-    pub a: String,
-    pub b: String,
-}
-
-impl Fact {
-    pub fn differs(&self) -> bool {
-        self.a != self.b
-    }
-}
-
 /// Two suite runs side by side.
 #[derive(Debug, Clone)]
 pub struct Comparison {
@@ -207,8 +185,8 @@ pub fn refuse(a: &RunExport, b: &RunExport) -> Option<Phrase> {
 pub fn compare(a: &RunExport, b: &RunExport, confidence: f64) -> Comparison {
     let sa = samples::from_export(a);
     let sb = samples::from_export(b);
-    let noise = (noise_cv(a), noise_cv(b));
-    let run_floor = noise.0.unwrap_or(0.0).max(noise.1.unwrap_or(0.0));
+    let run_noise = RunNoise::of(&a.run.environment, &b.run.environment);
+    let noise = (run_noise.a, run_noise.b);
     let opts = CompareOptions {
         confidence,
         ..Default::default()
@@ -228,15 +206,11 @@ pub fn compare(a: &RunExport, b: &RunExport, confidence: f64) -> Comparison {
             only_a.push(item);
             continue;
         };
-        let floor = [cv(&ma.values), cv(&mb.values), run_floor]
-            .into_iter()
-            .filter(|v| v.is_finite())
-            .fold(0.0, f64::max);
+        let floor = run_noise.floor(&ma.values, &mb.values);
         let (ratio, verdict) = match compare_metric(side(ma), side(mb), &opts, crate::format::num) {
             Outcome::Compared(c) => {
-                let excl = c.ratio_ci_low > 1.0 || c.ratio_ci_high < 1.0;
-                let verdict = if !excl || (c.ratio - 1.0).abs() <= floor {
-                    "within noise"
+                let verdict = if !floor.beyond(c.ratio, c.ratio_ci_low, c.ratio_ci_high) {
+                    WITHIN_NOISE
                 } else if c.ratio > 1.0 {
                     "faster"
                 } else {
@@ -258,7 +232,7 @@ pub fn compare(a: &RunExport, b: &RunExport, confidence: f64) -> Comparison {
             a: Sample::of(&ma.values, confidence),
             b: Sample::of(&mb.values, confidence),
             ratio,
-            floor,
+            floor: floor.0,
             verdict,
         });
     }
@@ -281,87 +255,9 @@ pub fn compare(a: &RunExport, b: &RunExport, confidence: f64) -> Comparison {
     }
 }
 
-fn noise_cv(e: &RunExport) -> Option<f64> {
-    e.run.environment.get("noise_cv")?.as_f64()
-}
-
-/// The host as the run saw it (the run's own snapshot, else the host record).
-fn host_of(e: &RunExport) -> HostInfo {
-    e.run
-        .environment
-        .get("host")
-        .and_then(|h| serde_json::from_value(h.clone()).ok())
-        .unwrap_or_else(|| e.host.clone())
-}
-
-fn host_facts(e: &RunExport) -> Vec<(String, String)> {
-    let h = host_of(e);
-    let opt = |v: Option<String>| v.unwrap_or_else(|| "?".into());
-    let mut out = vec![
-        ("hostname".to_string(), h.hostname.clone()),
-        ("cpu model".into(), opt(h.cpu_model.clone())),
-        ("cores".into(), opt(h.cores.map(|c| c.to_string()))),
-        (
-            "memory".into(),
-            opt(h
-                .memory_bytes
-                .map(|m| format!("{:.1} GiB", m as f64 / (1u64 << 30) as f64))),
-        ),
-        ("arch".into(), opt(h.arch.clone())),
-        ("kernel".into(), opt(h.kernel.clone())),
-        ("distribution".into(), opt(h.distribution.clone())),
-        ("governor".into(), opt(h.governor.clone())),
-    ];
-    out.extend(h.facts.iter().map(|(k, v)| (k.clone(), v.clone())));
-    let env = &e.run.environment;
-    let pinned = env
-        .get("cpus")
-        .and_then(Value::as_str)
-        .map_or("all".to_string(), |c| c.to_string());
-    out.push(("pinned to cpus".into(), pinned));
-    if let Some(tools) = env.get("tools").and_then(Value::as_object) {
-        for (name, v) in tools {
-            if name != "perflab" {
-                out.push((
-                    format!("{name} version"),
-                    v.as_str().unwrap_or("?").to_string(),
-                ));
-            }
-        }
-    }
-    out.push((
-        "perflab".into(),
-        env.get("perflab")
-            .and_then(Value::as_str)
-            .unwrap_or("?")
-            .to_string(),
-    ));
-    out
-}
-
 /// Every fact either host has, in the first host's order, then the second's extras.
 pub fn facts(a: &RunExport, b: &RunExport) -> Vec<Fact> {
-    let fa = host_facts(a);
-    let fb = host_facts(b);
-    let get = |f: &[(String, String)], k: &str| {
-        f.iter()
-            .find(|(n, _)| n == k)
-            .map_or("—".to_string(), |(_, v)| v.clone())
-    };
-    let mut names: Vec<String> = fa.iter().map(|(k, _)| k.clone()).collect();
-    for (k, _) in &fb {
-        if !names.contains(k) {
-            names.push(k.clone());
-        }
-    }
-    names
-        .into_iter()
-        .map(|name| Fact {
-            a: get(&fa, &name),
-            b: get(&fb, &name),
-            name,
-        })
-        .collect()
+    crate::facts::side_by_side(&crate::facts::of_export(a), &crate::facts::of_export(b))
 }
 
 fn side(m: &crate::samples::MetricSamples) -> perflab_stats::MetricSide<'_> {
@@ -386,13 +282,7 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_spread_of_one_value_is_unknown() {
-        assert!(cv(&[1.0]).is_nan());
-        assert!((cv(&[1.0, 1.0, 1.0])).abs() < 1e-12);
-    }
-
-    use perflab_store::{ExportedConfig, ExportedRun, ExportedTrial, MetricValue};
+    use perflab_store::{ExportedConfig, ExportedRun, ExportedTrial, HostInfo, MetricValue};
 
     /// A suite run of `items` (name, scores), its CPU-loop noise, pinned or not.
     fn run(name: &str, items: &[(&str, &[f64])], noise: f64, cpus: Option<&str>) -> RunExport {

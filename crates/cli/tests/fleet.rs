@@ -390,6 +390,20 @@ metrics.v = {{ regex = 'v=(\d+)', unit = "ops/s", better = "higher" }}
     );
     let text = stdout(&lab.run(&["compare", "1", "--interaction", "lang", "--by", "host"]));
     assert!(text.contains("lang: c / java"), "{text}");
+    // One config on two hosts is a comparison across hosts: it has a noise floor and
+    // the host facts that differ (here, with both namespaces on one machine, maybe none).
+    let doc = lab.json(&[
+        "compare",
+        "1:lang=java,host=h0",
+        "1:lang=java,host=h1",
+        "--metric",
+        "v",
+        "--json",
+    ]);
+    assert!(doc["host_facts_differ"].is_array(), "{doc}");
+    let v = &doc["comparisons"][0];
+    assert!(v["noise_floor"].as_f64().unwrap() > 0.0, "{v}");
+    assert_eq!(v["verdict"], "faster", "java on h1 is twice h0's: {v}");
 }
 
 #[test]

@@ -5,14 +5,19 @@
 //! hosts), `RUN --baseline key=value` (every other config of a run against one) and
 //! `--interaction PARAM [--by PARAM2]` (ratio of ratios). The numbers are
 //! `perflab_analysis` (shared with the report), the tables `crate::compare::table`;
-//! this module parses, dispatches, prints and applies the gate.
+//! this module parses, dispatches, prints and applies the gate. Two runs (or two hosts)
+//! compared also get their noise floor — a difference within it is "within noise" —
+//! the host facts that differ and a warning per parameter that differs off the axis
+//! (`perflab_analysis::across`, applied after the comparison, not inside it).
 
 use std::process::ExitCode;
 
 use anyhow::Context;
+use perflab_analysis::across::{Across, SideRef};
 use perflab_analysis::compare::{
     compare_metrics, compare_metrics_in_run, BaselineComparison, Candidate, PairReport,
 };
+use perflab_analysis::floor::WITHIN_NOISE;
 use perflab_analysis::interaction;
 use perflab_analysis::select::{parse_selector, parse_spec, RunData, Selector, Side, Spec};
 use perflab_analysis::CompareOptions;
@@ -33,6 +38,10 @@ use crate::Global;
 /// p < --alpha and the ratio CI excludes 1; a CI inside ±--equivalence is
 /// `equivalent`, anything else `undecided`. Every comparison states its minimum
 /// detectable effect.
+/// Across two runs or hosts each metric also has a noise floor (the larger of each
+/// side's CV and each run's CPU-loop noise): a ratio within it is "within noise" and
+/// no regression; the host facts that differ are listed, and a parameter that differs
+/// without being named in the sides is warned about.
 ///
 /// Examples:
 ///   perflab compare 3 4                          # run 3 is the baseline
@@ -129,35 +138,72 @@ pub fn run(g: &Global, a: &CompareArgs) -> anyhow::Result<ExitCode> {
     if let Some(factor) = &a.interaction {
         return interaction_cmd(&store, a, factor);
     }
-    let reports = if let Some(sel) = &a.baseline {
+    if let Some(sel) = &a.baseline {
         let sel = parse_selector(sel).map_err(InvalidInput::from)?;
-        against_one(&store, a, &sel, &opts)?
+        let reports = against_one(&store, a, &sel, &opts)?;
+        return gate(a.fail_on_regression, &reports, None);
+    }
+    let (label, report, across) = two_sides(&store, a, &opts)?;
+    gate(a.fail_on_regression, &[(label, report)], across.as_ref())
+}
+
+/// `A B`: one config against another, of one run or two; across runs or hosts with
+/// the noise floor, the host facts and the parameters that differ
+/// (`perflab_analysis::across`).
+fn two_sides(
+    store: &Store,
+    a: &CompareArgs,
+    opts: &CompareOptions,
+) -> anyhow::Result<(String, PairReport, Option<Across>)> {
+    let (x, y) = (spec(&a.sides[0])?, spec(&a.sides[1])?);
+    let (xd, yd) = (RunData::load(store, x.run)?, RunData::load(store, y.run)?);
+    let xc = xd.one(&x.selector).map_err(InvalidInput::from)?;
+    let yc = yd.one(&y.selector).map_err(InvalidInput::from)?;
+    let (base, cand) = (xd.side(xc), yd.side(yc));
+    check_metric_names(&a.metrics, [&base, &cand])?;
+    // Two configs of one run are compared round by round (paired) when they can be.
+    let report = if x.run == y.run {
+        compare_metrics_in_run(&base.metrics, &cand.metrics, &a.metrics, opts)
     } else {
-        let (x, y) = (spec(&a.sides[0])?, spec(&a.sides[1])?);
-        let (xd, yd) = (RunData::load(&store, x.run)?, RunData::load(&store, y.run)?);
-        let base = xd.side(xd.one(&x.selector).map_err(InvalidInput::from)?);
-        let cand = yd.side(yd.one(&y.selector).map_err(InvalidInput::from)?);
-        check_metric_names(&a.metrics, [&base, &cand])?;
-        // Two configs of one run are compared round by round (paired) when they can be.
-        let report = if x.run == y.run {
-            compare_metrics_in_run(&base.metrics, &cand.metrics, &a.metrics, &opts)
-        } else {
-            compare_metrics(&base.metrics, &cand.metrics, &a.metrics, &opts)
-        };
-        if a.json {
-            let doc = json!({
-                "schema_version": 1, "confidence": opts.confidence, "alpha": opts.alpha,
-                "baseline": base.json(), "candidate": cand.json(),
-                "comparisons": report.comparisons_json(), "geomean": report.geomean_json(),
-                "skipped": report.skipped_json(),
-            });
-            println!("{}", serde_json::to_string_pretty(&doc)?);
-        } else {
-            print_pair(&base, &cand, &report);
-        }
-        vec![(cand.label(), report)]
+        compare_metrics(&base.metrics, &cand.metrics, &a.metrics, opts)
     };
-    gate(a.fail_on_regression, &reports)
+    let across = Across::load(
+        store,
+        SideRef {
+            run: &xd.run,
+            config: xc,
+            selector: &x.selector,
+        },
+        SideRef {
+            run: &yd.run,
+            config: yc,
+            selector: &y.selector,
+        },
+        &report,
+    )?;
+    for w in across.iter().flat_map(Across::warnings) {
+        eprintln!("warning: {w}");
+    }
+    if a.json {
+        let mut comparisons = report.comparisons_json();
+        let mut doc = json!({
+            "schema_version": 1, "confidence": opts.confidence, "alpha": opts.alpha,
+            "baseline": base.json(), "candidate": cand.json(),
+            "comparisons": null, "geomean": report.geomean_json(),
+            "skipped": report.skipped_json(),
+        });
+        if let Some(across) = &across {
+            across.patch_json(&report, &mut comparisons);
+            for (k, v) in across.json().as_object().into_iter().flatten() {
+                doc[k] = v.clone();
+            }
+        }
+        doc["comparisons"] = json!(comparisons);
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        print_pair(&base, &cand, &report, across.as_ref());
+    }
+    Ok((cand.label(), report, across))
 }
 
 /// `RUN --baseline key=value`: every other config against that one.
@@ -226,22 +272,65 @@ fn against_one(
             if i > 0 {
                 println!();
             }
-            print_pair(&base, cand, r);
+            print_pair(&base, cand, r, None);
         }
     }
     Ok(reports)
 }
 
-fn print_pair(base: &Side, cand: &Side, r: &PairReport) {
+fn print_pair(base: &Side, cand: &Side, r: &PairReport, across: Option<&Across>) {
     println!("baseline:  {}", base.label());
     println!("candidate: {}", cand.label());
-    println!("{}", table::pair(r));
+    match across {
+        Some(x) => println!("{}", table::pair_with(r, &|row| x.verdict(row))),
+        None => println!("{}", table::pair(r)),
+    }
     for line in table::notes(r) {
         println!("{line}");
     }
     if let Some(line) = r.skipped_line() {
         println!("{line}");
     }
+    if let Some(x) = across {
+        print_across(x);
+    }
+}
+
+/// Under the table of a comparison across runs or hosts: the noise floor and the host
+/// facts that differ.
+fn print_across(x: &Across) {
+    let noise = |side: &str, n: Option<f64>| match n {
+        Some(v) => format!(
+            "{side}'s CPU loop varied {:.1}% (CV) before its run",
+            v * 100.0
+        ),
+        None => format!("{side}'s CPU loop was not measured"),
+    };
+    let floors: Vec<String> = x
+        .floors
+        .iter()
+        .map(|(m, f)| format!("{m} {}", f.text()))
+        .collect();
+    println!(
+        "noise floor: {}, {}; per metric the floor is the larger of that and each side's \
+         own CV, and a ratio within it is \"{WITHIN_NOISE}\": {}",
+        noise("A", x.noise.a),
+        noise("B", x.noise.b),
+        floors.join(", ")
+    );
+    let differ: Vec<_> = x.facts_differ().collect();
+    if differ.is_empty() {
+        println!("host facts: the same on both sides");
+        return;
+    }
+    let mut t = comfy_table::Table::new();
+    t.load_style(crate::format::STYLE)
+        .set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
+    t.set_header(vec!["host fact", "A", "B"]);
+    for f in differ {
+        t.add_row(vec![f.name.clone(), f.a.clone(), f.b.clone()]);
+    }
+    println!("host facts that differ:\n{t}");
 }
 
 /// A `--metric` that no side has is a typo, not an empty comparison.
@@ -266,14 +355,23 @@ fn check_metric_names<'a>(
     }
 }
 
-/// `--fail-on-regression PCT`: exit 3 naming every regression larger than PCT.
-fn gate(pct: Option<f64>, reports: &[(String, PairReport)]) -> anyhow::Result<ExitCode> {
+/// `--fail-on-regression PCT`: exit 3 naming every regression larger than PCT (one
+/// within the noise floor of a comparison across runs is none).
+fn gate(
+    pct: Option<f64>,
+    reports: &[(String, PairReport)],
+    across: Option<&Across>,
+) -> anyhow::Result<ExitCode> {
     let Some(pct) = pct else {
         return Ok(ExitCode::SUCCESS);
     };
     let mut failed = false;
     for (cand, r) in reports {
-        for (metric, reg) in r.regressions_over(pct) {
+        let regressions = match across {
+            Some(x) => x.regressions_over(r, pct),
+            None => r.regressions_over(pct),
+        };
+        for (metric, reg) in regressions {
             eprintln!("regression: {metric} is {reg:.1}% worse in {cand} (limit {pct}%)");
             failed = true;
         }

@@ -3,9 +3,9 @@
 //! so it reads as in the report.
 
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
-use perflab_analysis::compare::PairReport;
+use perflab_analysis::compare::{PairReport, Row};
 use perflab_analysis::format::{arrow, level, ratio_ci, sig};
-use perflab_analysis::interaction::{Design, Row};
+use perflab_analysis::interaction::Design;
 
 use crate::format::STYLE;
 
@@ -25,6 +25,12 @@ fn new_table(header: Vec<String>) -> Table {
 /// is the verdict's estimate (`basis`: paired or Welch); metrics that cannot be
 /// compared are left to [`notes`]' one line.
 pub fn pair(r: &PairReport) -> Table {
+    pair_with(r, &Row::verdict_text)
+}
+
+/// [`pair`] with each row's verdict written by `verdict` (`perflab compare` across
+/// runs says "within noise" there: `perflab_analysis::across`).
+pub fn pair_with(r: &PairReport, verdict: &dyn Fn(&Row) -> String) -> Table {
     let level = level(r.confidence);
     let mut t = new_table(vec![
         "metric".to_string(),
@@ -45,7 +51,7 @@ pub fn pair(r: &PairReport) -> Table {
             right(row.delta_text()),
             Cell::new(row.basis_text()),
             right(row.p_text()),
-            Cell::new(row.verdict_text()),
+            Cell::new(verdict(row)),
         ]);
     }
     for g in &r.geomean {
@@ -81,7 +87,11 @@ pub fn notes(r: &PairReport) -> Vec<String> {
 }
 
 /// The ratio-of-ratios table of a design.
-pub fn interaction(d: &Design, rows: &[Row], confidence: f64) -> Table {
+pub fn interaction(
+    d: &Design,
+    rows: &[perflab_analysis::interaction::Row],
+    confidence: f64,
+) -> Table {
     let level = level(confidence);
     let mut t = new_table(vec![
         "metric".to_string(),
