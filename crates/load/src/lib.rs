@@ -72,7 +72,7 @@ pub use observe::{NoObserver, Observer};
 pub use open::LATE_AFTER;
 pub use reach::{ConnectCause, Reached};
 pub use report::{
-    ErrorKinds, Errors, Latency, Mode, Report, Step, TargetReport, SATURATED_WARNING,
+    ErrorKinds, Errors, Failed, Latency, Mode, Report, Step, TargetReport, SATURATED_WARNING,
 };
 pub use series::SecondPoint;
 pub use siege::Siege;

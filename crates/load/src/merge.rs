@@ -132,10 +132,27 @@ impl Report {
             ..Totals::default()
         };
         r.siege = Siege::compute(&totals, &hist, r.errors.total, failed_status, duration);
+        r.failed = crate::report::Failed::new(failed_status, r.errors.total);
+        engines_differ(&mut r, parts);
         r.series = merge_series(parts.iter().map(|p| p.series.as_slice()));
         r.histogram = hist;
         r.histogram_uncorrected = unc;
         Some(r)
+    }
+}
+
+/// Agents that ran different I/O engines measured differently (the engines' latency
+/// clocks and in-flight behaviour differ): the merged report says so.
+fn engines_differ(r: &mut Report, parts: &[Report]) {
+    let mut engines: Vec<&str> = parts.iter().map(|p| p.io.name()).collect();
+    engines.sort_unstable();
+    engines.dedup();
+    if engines.len() > 1 {
+        r.warnings.push(format!(
+            "the agents ran different I/O engines ({}): their latencies are not measured \
+             the same way; set `io` to one of them for every agent",
+            engines.join(", ")
+        ));
     }
 }
 
