@@ -253,3 +253,26 @@ fn a_404_target_is_counted_the_same_in_every_place_that_counts_failures() {
         "{mbps} vs {siege}"
     );
 }
+
+#[test]
+fn an_experiment_trial_whose_target_refuses_fails_at_once_with_the_cause() {
+    let lab = Lab::new();
+    let exp = lab.write(
+        "r.toml",
+        &format!(
+            "[experiment]\nrepetitions = 1\nwarmup = 0\nnoise_check = false\n\
+             [workload]\nkind = \"http\"\nurls = [\"http://127.0.0.1:{}/\"]\n\
+             duration = \"10s\"\n",
+            refused_port()
+        ),
+    );
+    let started = Instant::now();
+    let out = lab.run(&["run", exp.to_str().unwrap()]);
+    assert!(started.elapsed() < Duration::from_secs(10), "ran the load");
+    assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
+    let store = lab.open_store();
+    let run = store.latest_run().unwrap();
+    let trial = &store.trials(run.id).unwrap()[0];
+    let error = trial.error.clone().unwrap_or_default();
+    assert!(error.contains("connection refused"), "{error}");
+}

@@ -148,8 +148,11 @@ impl Workload for HttpWorkload {
         // default thread count follows the pinned CPUs.
         let pin = ctx.pin_this_thread()?;
         // Ctrl-C ends the load within milliseconds (the engine checks the flag each turn).
+        // A target no connection can reach fails the trial at once with the cause
+        // (refused, TLS handshake, ...), not after a load of failed connects.
         let report = perflab_load::check(spec)
             .map_err(perflab_load::LoadError::from)
+            .and_then(|c| c.reach(spec).map(|_| c))
             .and_then(|c| {
                 let observer = &mut perflab_load::NoObserver;
                 perflab_load::run_until(spec, &c, observer, ctx.interrupted.clone())

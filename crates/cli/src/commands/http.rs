@@ -48,9 +48,14 @@ intended send time (coordinated omission corrected); the uncorrected latency is 
 Every test is stored as a one-trial run (`perflab show`); with --on HOST it runs on that
 inventory host (the URL as seen from there) and is stored here with the parameter host.
 
-Exit codes: 0 ok, 1 could not run, 2 bad input (nothing was sent),
+Failed requests are HTTP errors (status >= 400) plus transport errors (no response);
+the text, --json (`failed`), the siege block and the stored run count them alike.
+
+Exit codes: 0 ok, 1 could not run (no connection could be made: connection refused,
+              host unreachable, connect timed out, TLS handshake failed or protocol
+              not offered; nothing is recorded), 2 bad input (nothing was sent),
             3 a --threshold failed (over 4),
-            4 the run completed but some requests failed (errors or status >= 400),
+            4 the run completed but some requests failed (HTTP or transport errors),
             130 interrupted (the report of what ran is printed and stored).";
 
 /// One HTTP load test: a closed loop of connections, an open loop at a rate, or a ramp;
