@@ -268,6 +268,26 @@ mod tests {
     }
 
     #[test]
+    fn agents_on_different_engines_are_reported_and_failures_add_up() {
+        let mut a = part(&[1_000; 10], 1.0);
+        let b = part(&[1_000; 10], 1.0);
+        a.io = crate::Io::Uring;
+        a.siege.failed_transactions = 3; // three 404s on a
+        let same = Report::merge(&[b.clone(), b.clone()]).unwrap();
+        assert!(same.warnings.iter().all(|w| !w.contains("engines")));
+        let m = Report::merge(&[a, b]).unwrap();
+        assert!(
+            m.warnings
+                .iter()
+                .any(|w| w.contains("different I/O engines (epoll, uring)")),
+            "{:?}",
+            m.warnings
+        );
+        assert_eq!(m.failed, crate::report::Failed::new(3, 0));
+        assert_eq!(m.siege.failed_transactions, m.failed.requests);
+    }
+
+    #[test]
     fn a_report_travels_as_json_and_a_histogram_as_base64() {
         let a = part(&[1_500, 2_500, 40_000], 1.0);
         let text = serde_json::to_string(&a).unwrap();
