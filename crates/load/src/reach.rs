@@ -70,7 +70,7 @@ impl ConnectCause {
 }
 
 /// What the first connection found: how the run's bytes will travel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Reached {
     /// `h1` or `h2`: what the server agreed to (by ALPN over TLS; as asked for over
     /// plain TCP).
@@ -214,4 +214,84 @@ fn h2c(tcp: &mut TcpStream) -> Result<&'static str, Phrase> {
     ))
     .and_setting("http", "2")
     .then(")"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    fn reach_url(url: &str, http: HttpVersion) -> Result<Reached, LoadError> {
+        let spec = LoadSpec {
+            http,
+            ..LoadSpec::new(url)
+        };
+        let prepared = crate::request::prepare(&spec).unwrap();
+        reach(&spec, &prepared)
+    }
+
+    fn cause(r: Result<Reached, LoadError>) -> ConnectCause {
+        match r {
+            Err(LoadError::Unreachable { cause, .. }) => cause,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A server that answers the first bytes it reads with `answer`, once.
+    fn answering(answer: &'static [u8]) -> String {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/", l.local_addr().unwrap());
+        std::thread::spawn(move || {
+            if let Ok((mut s, _)) = l.accept() {
+                let mut buf = [0u8; 64];
+                let _ = s.read(&mut buf);
+                let _ = s.write_all(answer);
+            }
+        });
+        url
+    }
+
+    #[test]
+    fn a_port_nobody_listens_on_is_refused() {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let url = format!("http://127.0.0.1:{port}/");
+        assert_eq!(
+            cause(reach_url(&url, HttpVersion::Auto)),
+            ConnectCause::Refused
+        );
+    }
+
+    #[test]
+    fn h2c_is_offered_only_when_the_server_answers_with_settings() {
+        let http1 = answering(b"HTTP/1.1 400 Bad Request\r\n\r\n");
+        let e = reach_url(&http1, HttpVersion::Http2);
+        assert!(e
+            .as_ref()
+            .unwrap_err()
+            .to_string()
+            .contains("`HTTP/1.1 400 Bad Request`"));
+        assert_eq!(cause(e), ConnectCause::ProtocolNotOffered);
+        let h2 = answering(b"\0\0\0\x04\0\0\0\0\0");
+        assert_eq!(
+            reach_url(&h2, HttpVersion::Http2).unwrap(),
+            Reached {
+                protocol: "h2",
+                tls: false
+            }
+        );
+        let plain = answering(b"");
+        assert_eq!(reach_url(&plain, HttpVersion::Auto).unwrap().protocol, "h1");
+    }
+
+    #[test]
+    fn https_against_a_plain_port_is_a_tls_handshake_failure() {
+        let url = answering(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n")
+            .replace("http://", "https://");
+        let e = reach_url(&url, HttpVersion::Auto);
+        assert_eq!(cause(e), ConnectCause::TlsHandshake);
+    }
 }
