@@ -55,9 +55,15 @@ fn http_on_b_loads_a_server_only_b_can_reach_and_stores_a_trial_on_b() {
     let metrics = show["configs"][0]["metrics"].as_array().unwrap();
     assert!(metrics.iter().any(|m| m["name"] == "rps"), "{show}");
 
-    // Here the same URL reaches nothing: the load above ran on b.
+    // Here the same URL reaches nothing: the load above ran on b. (No connection at all
+    // now exits 1 before the load, naming the cause.)
     let here = lab.run(&["http", &url, "-d", "300ms", "-c", "1", "-t", "1", "--json"]);
-    assert_eq!(here.status.code(), Some(4), "{}", stderr(&here));
+    assert_eq!(here.status.code(), Some(1), "{}", stderr(&here));
+    assert!(
+        stderr(&here).contains("connection refused"),
+        "{}",
+        stderr(&here)
+    );
     drop(server);
 }
 

@@ -42,6 +42,18 @@ fn delayed_server(delay: Duration) -> SocketAddr {
     addr
 }
 
+/// A server on 127.0.0.1 that accepts every connection and closes it at once; its URL.
+fn closing_server() -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            drop(s);
+        }
+    });
+    format!("http://{addr}/")
+}
+
 #[test]
 fn a_latency_threshold_over_a_slow_server_exits_3_and_says_by_how_much() {
     let addr = delayed_server(Duration::from_millis(5));
@@ -112,13 +124,15 @@ fn thresholds_that_hold_exit_0_and_a_bad_one_is_a_usage_error() {
         stdout(&out),
         stderr(&out)
     );
-    // Failed requests alone exit 4; with a failed threshold, 3 wins.
-    let refused = "http://127.0.0.1:1/";
-    let out = lab.run(&["http", refused, "-n", "5", "-c", "1"]);
+    // Failed requests alone exit 4; with a failed threshold, 3 wins. (A server that
+    // closes every connection: a refused port now exits 1 before the load starts.)
+    let closing = closing_server();
+    let closing = closing.as_str();
+    let out = lab.run(&["http", closing, "-n", "5", "-c", "1"]);
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     let out = lab.run(&[
         "http",
-        refused,
+        closing,
         "-n",
         "5",
         "-c",
@@ -135,6 +149,43 @@ fn thresholds_that_hold_exit_0_and_a_bad_one_is_a_usage_error() {
         "{}",
         stderr(&out)
     );
+}
+
+#[test]
+fn a_latency_threshold_without_a_unit_exits_2_with_a_hint() {
+    // Regression: `p99<200` read as 200 s, a k6 user's 200 ms gate that never fails.
+    let lab = Lab::new();
+    let out = lab.run(&[
+        "http",
+        "http://127.0.0.1:1/",
+        "-n",
+        "10",
+        "--threshold",
+        "p99<200",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("--threshold 'p99<200': a latency needs a unit, e.g. p99<200ms"),
+        "{err}"
+    );
+    // The unit is printed back in the verdict.
+    let addr = delayed_server(Duration::ZERO);
+    let url = format!("http://{addr}/");
+    let out = lab.run(&[
+        "http",
+        &url,
+        "-n",
+        "50",
+        "--threshold",
+        "p99<200ms",
+        "--threshold",
+        "errors<1",
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(text.contains("ok    p99<200ms: "), "{text}");
+    assert!(text.contains(" ms\n"), "{text}");
 }
 
 #[test]

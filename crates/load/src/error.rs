@@ -12,6 +12,7 @@
 //! [`Phrase`], and [`SpecError::render`] lets the caller name each field its own way
 //! (the CLI: its flag). The `Display` form is the experiment file's.
 
+use crate::reach::ConnectCause;
 use perflab_units::Phrase;
 use std::io;
 use std::path::PathBuf;
@@ -54,6 +55,19 @@ pub enum SpecError {
     /// The TLS set-up cannot be built (an unusable `--cacert` file).
     #[error("{0}")]
     Tls(String),
+    /// A value that needs a unit was given as a bare number (a latency threshold,
+    /// `p99<200`): refused rather than guessed, since k6 reads it as milliseconds and
+    /// perflab's duration grammar as seconds.
+    #[error("{field} `{value}`: {what} needs a unit, e.g. {example}")]
+    NeedsUnit {
+        /// The option, as an experiment file names it (`thresholds`).
+        field: &'static str,
+        value: String,
+        /// What needs the unit: `a latency`.
+        what: &'static str,
+        /// The value with a unit added (`p99<200ms`).
+        example: String,
+    },
 }
 
 impl SpecError {
@@ -73,7 +87,9 @@ impl SpecError {
     /// about one.
     pub fn field(&self) -> Option<&'static str> {
         match self {
-            SpecError::InvalidValue { field, .. } => Some(field),
+            SpecError::InvalidValue { field, .. } | SpecError::NeedsUnit { field, .. } => {
+                Some(field)
+            }
             SpecError::Conflict(p) => p.subject(),
             _ => None,
         }
@@ -104,6 +120,15 @@ impl SpecError {
                 value,
                 expected,
             } => format!("invalid {} `{value}`: expected {expected}", name(field)),
+            SpecError::NeedsUnit {
+                field,
+                value,
+                what,
+                example,
+            } => format!(
+                "{} '{value}': {what} needs a unit, e.g. {example}",
+                name(field)
+            ),
             SpecError::Conflict(p) => p.render(name),
             other => other.to_string(),
         }
@@ -132,6 +157,15 @@ pub enum LoadError {
         "io_uring is not available: {0} (run with `io` epoll, or `io` auto to fall back to it)"
     )]
     Uring(String),
+    /// Not one connection could be made before the load started (see `reach`): the
+    /// run stops at once, as wrk does, naming the cause.
+    #[error("cannot connect to {addr}: {}: {detail}", cause.words())]
+    Unreachable {
+        addr: String,
+        cause: ConnectCause,
+        /// The operating system's or the TLS library's words, options as fields.
+        detail: Phrase,
+    },
     /// A worker thread panicked (a bug: please report it).
     #[error("a load worker thread panicked")]
     WorkerPanicked,
@@ -146,6 +180,15 @@ impl LoadError {
                 "io_uring is not available: {why} (run with {io} epoll, or {io} auto to fall \
                  back to it)",
                 io = name("io")
+            ),
+            LoadError::Unreachable {
+                addr,
+                cause,
+                detail,
+            } => format!(
+                "cannot connect to {addr}: {}: {}",
+                cause.words(),
+                detail.render(name)
             ),
             other => other.to_string(),
         }

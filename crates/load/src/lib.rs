@@ -44,6 +44,7 @@ mod open;
 mod parse;
 mod ramp;
 mod rawspec;
+mod reach;
 mod record;
 mod report;
 mod request;
@@ -69,8 +70,9 @@ pub use io::{uring_support, Io};
 pub use merge::{decode_histogram, encode_histogram, merge_series, second_p99};
 pub use observe::{NoObserver, Observer};
 pub use open::LATE_AFTER;
+pub use reach::{ConnectCause, Reached};
 pub use report::{
-    ErrorKinds, Errors, Latency, Mode, Report, Step, TargetReport, SATURATED_WARNING,
+    ErrorKinds, Errors, Failed, Latency, Mode, Report, Step, TargetReport, SATURATED_WARNING,
 };
 pub use series::SecondPoint;
 pub use siege::Siege;
@@ -99,6 +101,22 @@ pub struct Checked(Arc<request::Prepared>);
 /// sending anything; the result runs with [`run_checked`].
 pub fn check(spec: &LoadSpec) -> Result<Checked, SpecError> {
     request::prepare(spec).map(|p| Checked(Arc::new(p)))
+}
+
+impl Checked {
+    /// Makes the run's first connection alone (TCP, TLS, the protocol): what the run
+    /// will speak, or [`LoadError::Unreachable`] with the cause when no connection can
+    /// be made. The run itself does not: a library caller that runs against a target that
+    /// may be down gets the failed connects counted in its report; a command that wants
+    /// wrk's "stop at once, say why" (`perflab http`) calls this first.
+    pub fn reach(&self, spec: &LoadSpec) -> Result<Reached, LoadError> {
+        reach::reach(spec, &self.0)
+    }
+
+    /// The I/O engine the run will use here (what `io` auto resolves to on this host).
+    pub fn io(&self, spec: &LoadSpec) -> Result<Io, LoadError> {
+        io::select(spec, &self.0)
+    }
 }
 
 /// Runs the load test, reporting progress to `observer`.

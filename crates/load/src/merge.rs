@@ -132,10 +132,27 @@ impl Report {
             ..Totals::default()
         };
         r.siege = Siege::compute(&totals, &hist, r.errors.total, failed_status, duration);
+        r.failed = crate::report::Failed::new(failed_status, r.errors.total);
+        engines_differ(&mut r, parts);
         r.series = merge_series(parts.iter().map(|p| p.series.as_slice()));
         r.histogram = hist;
         r.histogram_uncorrected = unc;
         Some(r)
+    }
+}
+
+/// Agents that ran different I/O engines measured differently (the engines' latency
+/// clocks and in-flight behaviour differ): the merged report says so.
+fn engines_differ(r: &mut Report, parts: &[Report]) {
+    let mut engines: Vec<&str> = parts.iter().map(|p| p.io.name()).collect();
+    engines.sort_unstable();
+    engines.dedup();
+    if engines.len() > 1 {
+        r.warnings.push(format!(
+            "the agents ran different I/O engines ({}): their latencies are not measured \
+             the same way; set `io` to one of them for every agent",
+            engines.join(", ")
+        ));
     }
 }
 
@@ -248,6 +265,26 @@ mod tests {
         );
         assert!((m.latency_ms.p50 - 1.0).abs() < 0.01);
         assert_eq!(m.siege.transactions, 1000);
+    }
+
+    #[test]
+    fn agents_on_different_engines_are_reported_and_failures_add_up() {
+        let mut a = part(&[1_000; 10], 1.0);
+        let b = part(&[1_000; 10], 1.0);
+        a.io = crate::Io::Uring;
+        a.siege.failed_transactions = 3; // three 404s on a
+        let same = Report::merge(&[b.clone(), b.clone()]).unwrap();
+        assert!(same.warnings.iter().all(|w| !w.contains("engines")));
+        let m = Report::merge(&[a, b]).unwrap();
+        assert!(
+            m.warnings
+                .iter()
+                .any(|w| w.contains("different I/O engines (epoll, uring)")),
+            "{:?}",
+            m.warnings
+        );
+        assert_eq!(m.failed, crate::report::Failed::new(3, 0));
+        assert_eq!(m.siege.failed_transactions, m.failed.requests);
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! `rps`, `mbps`, `errors{total,connect,timeout,reset,malformed,closed}`, `status{}`,
 //! `latency_ms{mean,sd,p50,p75,p90,p99,p999,p9999,max}`, `latency_uncorrected_ms`
 //! (open loop only), `client_cpu_per_req_us`, `client_saturated`, `siege{...}`,
-//! `steps[...]`, `max_rate` — followed by extra, additive fields. The merged latency
+//! `steps[...]`, `max_rate` — followed by extra, additive fields, among them
+//! `failed{requests,http_errors,transport_errors}`, the one answer to "did anything
+//! fail?" ([`Failed`]). The merged latency
 //! histogram is kept whole ([`Report::histogram`], [`Report::histogram_bytes`]) so
 //! percentiles can be recomputed across trials.
 
@@ -39,6 +41,42 @@ pub struct Errors {
     pub malformed: u64,
     /// Server closed the connection before the response was complete.
     pub closed: u64,
+}
+
+/// "Did anything fail?", answered once: failed requests, split into responses that
+/// came back with an HTTP error status (400 or more) and requests that got no response
+/// at all (transport errors: [`Errors::total`]). The text, the JSON (`failed`), the
+/// siege block (`Failed transactions`), the per-target table (its HTTP errors add up
+/// to `http_errors`), the stored metrics (`errors`, `http_errors`,
+/// `transport_errors`) and a failed trial's message all carry these three numbers
+/// under these names. Threshold verdicts are a third, separate answer (the gate).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failed {
+    /// Every failed request: `http_errors + transport_errors`.
+    pub requests: u64,
+    /// Responses with a status of 400 or more.
+    pub http_errors: u64,
+    /// Requests that got no response (connect, timeout, reset, malformed, closed).
+    pub transport_errors: u64,
+}
+
+impl Failed {
+    /// The counts, from the two kinds.
+    pub fn new(http_errors: u64, transport_errors: u64) -> Failed {
+        Failed {
+            requests: http_errors + transport_errors,
+            http_errors,
+            transport_errors,
+        }
+    }
+
+    /// `200 failed requests (HTTP errors 200, transport errors 0)`.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} failed requests (HTTP errors {}, transport errors {})",
+            self.requests, self.http_errors, self.transport_errors
+        )
+    }
 }
 
 /// The finer split of [`Errors`]: the nine kinds the engine tells apart.
@@ -177,6 +215,9 @@ pub struct Report {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
     pub error_kinds: ErrorKinds,
+    /// Failed requests: HTTP errors and transport errors apart ([`Failed`]).
+    #[serde(default)]
+    pub failed: Failed,
     /// Mean fraction of wall time the worker threads spent on CPU.
     pub client_busy: f64,
     /// Find-max: the lowest rate that broke the SLO.
@@ -249,6 +290,7 @@ impl Report {
         let saturated = busy >= SATURATION;
         let failed_status: u64 = (400..STATUS_SLOTS).map(|s| totals.status[s]).sum();
         let siege = Siege::compute(&totals, &hist, errors.total, failed_status, elapsed);
+        let failed = Failed::new(failed_status, errors.total);
         Report {
             targets: target_reports(&totals, per_sec),
             requests: totals.requests,
@@ -282,6 +324,7 @@ impl Report {
             interrupted: false,
             warnings: warnings(&totals, &error_kinds, saturated),
             error_kinds,
+            failed,
             client_busy: busy,
             broke_at: None,
             slo: None,
@@ -318,7 +361,9 @@ impl Report {
         out
     }
 
-    /// Failed requests in siege's sense: transport errors plus responses with status ≥ 400.
+    /// Failed requests in siege's sense: transport errors plus responses with status ≥ 400
+    /// ([`Failed::requests`]; from the siege block, which reports read back from an
+    /// older JSON also carry).
     pub fn failed(&self) -> u64 {
         self.siege.failed_transactions
     }

@@ -5,13 +5,16 @@
 //! - Availability: transactions / (transactions + socket failures) × 100; 4xx/5xx
 //!   responses do not lower it.
 //! - Elapsed time: duration of the (recorded) test, s.
-//! - Data transferred: bytes received, heads included, in MB of 2^20 bytes as siege prints.
+//! - Data transferred: bytes received, heads included, in MB of 10^6 bytes — the MB of
+//!   the report's `Transfer` / `mbps`, so the two rates agree (siege itself divides by
+//!   2^20, which made this block say 8.69 where the report said 8.29 for one run).
 //! - Response time: mean time per transaction, s.
 //! - Transaction rate: transactions / elapsed time.
 //! - Throughput: data transferred / elapsed time, MB/s.
 //! - Concurrency: total transaction time / elapsed time (Little's law: the average
 //!   number of transactions in progress).
-//! - Successful: responses with status < 400. Failed: socket failures + status ≥ 400.
+//! - Successful: responses with status < 400. Failed: socket failures + status ≥ 400 —
+//!   the report's `failed.requests` (HTTP errors + transport errors), the same number.
 //! - Longest / Shortest transaction, s.
 
 use crate::record::Totals;
@@ -19,7 +22,8 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-const MB: f64 = 1024.0 * 1024.0;
+/// The report's megabyte (see the module doc).
+const MB: f64 = 1e6;
 
 /// Siege's summary fields.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -1,4 +1,6 @@
 //! Human rendering of a [`Report`]: an aligned table with units (req/s, MB/s, ms),
+//! failed requests named as everywhere else (HTTP errors and transport errors apart,
+//! see [`crate::Failed`]),
 //! the latency percentiles (corrected and, in open loop, uncorrected), the steps of a
 //! ramp or knee search, the siege block and the warnings. Kept in the library so every
 //! front end prints the same thing and tests can pin it.
@@ -74,21 +76,7 @@ fn summary(s: &mut String, r: &Report) {
     row(s, "Duration", format!("{:>12.2} s", r.duration_s));
     row(s, "Throughput", format!("{:>12.2} req/s", r.rps));
     row(s, "Transfer", format!("{:>12.2} MB/s", r.mbps));
-    let e = &r.errors;
-    row(
-        s,
-        "Errors",
-        format!(
-            "{:>12}   (connect {}, timeout {}, reset {}, malformed {}, closed {}){}",
-            e.total,
-            e.connect,
-            e.timeout,
-            e.reset,
-            e.malformed,
-            e.closed,
-            h2_errors(r)
-        ),
-    );
+    failures(s, r);
     let status: Vec<String> = r.status.iter().map(|(k, v)| format!("{k}: {v}")).collect();
     row(s, "Status", format!("{:>12}", status.join(", ")));
     if r.cancelled_at_end > 0 || r.late > 0 || r.reconnects > 0 {
@@ -108,6 +96,44 @@ fn summary(s: &mut String, r: &Report) {
             "{:>12.2} µs/req   (threads {:.0} % busy)",
             r.client_cpu_per_req_us,
             r.client_busy * 100.0
+        ),
+    );
+}
+
+/// Failed requests, HTTP errors and transport errors apart, as the JSON's `failed`
+/// names them; the transport errors by class, a connect failure by its kind
+/// (`error_kinds`' names: refused, TLS).
+fn failures(s: &mut String, r: &Report) {
+    let f = &r.failed;
+    row(
+        s,
+        "Failed requests",
+        format!(
+            "{:>12}   (HTTP errors {}, transport errors {})",
+            f.requests, f.http_errors, f.transport_errors
+        ),
+    );
+    let e = &r.errors;
+    let k = &r.error_kinds;
+    let connect = if e.connect > 0 {
+        format!(
+            "connect {} [refused {}, TLS {}]",
+            e.connect, k.connect_refused, k.tls
+        )
+    } else {
+        "connect 0".to_string()
+    };
+    row(
+        s,
+        "Transport errors",
+        format!(
+            "{:>12}   ({connect}, timeout {}, reset {}, malformed {}, closed {}){}",
+            e.total,
+            e.timeout,
+            e.reset,
+            e.malformed,
+            e.closed,
+            h2_errors(r)
         ),
     );
 }
@@ -139,15 +165,15 @@ fn targets(s: &mut String, r: &Report) {
     let _ = writeln!(s);
     let _ = writeln!(
         s,
-        "  {:<28} {:>9} {:>11} {:>9} {:>9} {:>9} {:>7}  status",
-        "Target", "requests", "req/s", "p50 ms", "p99 ms", "max ms", "errors"
+        "  {:<28} {:>9} {:>11} {:>9} {:>9} {:>9} {:>11}  status",
+        "Target", "requests", "req/s", "p50 ms", "p99 ms", "max ms", "HTTP errors"
     );
     for t in &r.targets {
         let status: Vec<String> = t.status.iter().map(|(k, v)| format!("{k}: {v}")).collect();
         let name: String = t.name.chars().take(28).collect();
         let _ = writeln!(
             s,
-            "  {:<28} {:>9} {:>11.2} {:>9.3} {:>9.3} {:>9.3} {:>7}  {}",
+            "  {:<28} {:>9} {:>11.2} {:>9.3} {:>9.3} {:>9.3} {:>11}  {}",
             name,
             t.requests,
             t.rps,
@@ -156,6 +182,14 @@ fn targets(s: &mut String, r: &Report) {
             t.latency_ms.max,
             t.errors,
             status.join(", ")
+        );
+    }
+    if r.failed.transport_errors > 0 {
+        let _ = writeln!(
+            s,
+            "  (the {} transport errors have no target: a failed connection carries no \
+             request)",
+            r.failed.transport_errors
         );
     }
 }

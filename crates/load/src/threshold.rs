@@ -2,6 +2,12 @@
 //! `mean<=5ms`, `max<1s`, `error_rate<0.1%`, `errors<1`, `rps>5000`, `mbps>=100`, and
 //! on one target of a request mix, `target=NAME:p99<20ms`.
 //!
+//! A latency limit needs its unit (`p99<200ms`, `max<1s`): a bare `p99<200` is refused
+//! with a hint ([`SpecError::NeedsUnit`]), because k6 reads it as milliseconds and the
+//! duration grammar as seconds, and a gate that can never fail is worse than an error.
+//! Counts, rates and fractions (`errors<1`, `rps>5000`, `error_rate<0.001`) stay
+//! unitless. The verdict prints the limit back with its unit.
+//!
 //! The latency statistics use the same words as `--slo` (`pNN`, `mean`, `max`) and are
 //! read from the run's merged histogram, so any percentile works; in the open loop that
 //! histogram is the coordinated-omission-corrected one. A threshold is judged once, on
@@ -114,6 +120,16 @@ impl Threshold {
             }
         };
         let limit = match quantity {
+            // A bare number is refused: k6 reads `p99<200` as milliseconds, the duration
+            // grammar as seconds, so either reading would surprise someone.
+            Quantity::Latency(_) if rhs.parse::<f64>().is_ok() => {
+                return Err(SpecError::NeedsUnit {
+                    field: "thresholds",
+                    value: text.to_string(),
+                    what: "a latency",
+                    example: format!("{}ms", text.trim_end()),
+                })
+            }
             Quantity::Latency(_) => {
                 units::parse_duration("thresholds", rhs)
                     .map_err(|_| err())?
@@ -319,6 +335,7 @@ mod tests {
             "p99<abc",
             "rps>x",
             "errors<-1",
+            "p99<200",
         ] {
             let e = Threshold::parse(bad).unwrap_err().to_string();
             assert!(e.contains("threshold"), "{bad}: {e}");
@@ -331,6 +348,21 @@ mod tests {
         for bad in ["target=x:p95<1ms", "target=x:mbps>1", "target=:p99<1ms"] {
             assert!(Threshold::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_latency_threshold_without_its_unit_is_refused_with_a_hint() {
+        for bare in ["p99<200", "mean<=5", "max < 1.5", "target=a:p50<3"] {
+            let e = Threshold::parse(bare).unwrap_err();
+            assert!(matches!(e, SpecError::NeedsUnit { .. }), "{bare}: {e:?}");
+            assert!(e.to_string().contains("needs a unit, e.g."), "{e}");
+        }
+        let e = Threshold::parse("p99<200").unwrap_err().to_string();
+        assert!(e.contains("e.g. p99<200ms"), "{e}");
+        // Counts and rates have no unit to forget.
+        assert!(Threshold::parse("errors<1").is_ok());
+        assert!(Threshold::parse("rps>5000").is_ok());
+        assert!(Threshold::parse("error_rate<0.01").is_ok());
     }
 
     #[test]

@@ -24,6 +24,8 @@ pub const METRICS: &[&str] = &[
     "latency_p999_ms",
     "latency_mean_ms",
     "errors",
+    "http_errors",
+    "transport_errors",
     "error_rate",
     "client_cpu_per_req_us",
     "max_rate",
@@ -146,8 +148,11 @@ impl Workload for HttpWorkload {
         // default thread count follows the pinned CPUs.
         let pin = ctx.pin_this_thread()?;
         // Ctrl-C ends the load within milliseconds (the engine checks the flag each turn).
+        // A target no connection can reach fails the trial at once with the cause
+        // (refused, TLS handshake, ...), not after a load of failed connects.
         let report = perflab_load::check(spec)
             .map_err(perflab_load::LoadError::from)
+            .and_then(|c| c.reach(spec).map(|_| c))
             .and_then(|c| {
                 let observer = &mut perflab_load::NoObserver;
                 perflab_load::run_until(spec, &c, observer, ctx.interrupted.clone())
@@ -232,8 +237,16 @@ pub fn measurement(r: &perflab_load::Report) -> Measurement {
         MetricValue::new("latency_p99_ms", "ms", l.p99, "lower"),
         MetricValue::new("latency_p999_ms", "ms", l.p999, "lower"),
         MetricValue::new("latency_mean_ms", "ms", l.mean, "lower"),
-        // Failed as siege counts them: transport errors and statuses >= 400.
+        // Failed as siege counts them: transport errors and statuses >= 400; and the
+        // two apart, named as the report's `failed` names them.
         MetricValue::new("errors", "", r.failed() as f64, "lower"),
+        MetricValue::new("http_errors", "", r.failed.http_errors as f64, "lower"),
+        MetricValue::new(
+            "transport_errors",
+            "",
+            r.failed.transport_errors as f64,
+            "lower",
+        ),
         MetricValue::new("error_rate", "", r.error_rate(), "lower"),
         MetricValue::new(
             "client_cpu_per_req_us",

@@ -7,7 +7,8 @@
 //! byte is sent), runs the trial through the runner — locally with its own workload
 //! factory, which draws the live line on stderr when that is a terminal and keeps the
 //! engine's report — prints the table (or `--json`), and maps the outcome to the exit
-//! codes: 0 ok, 1 could not run, 2 bad input, 3 a threshold failed, 4 completed but some
+//! codes: 0 ok, 1 could not run (no connection could be made: the cause is named before
+//! a run is recorded), 2 bad input, 3 a threshold failed, 4 completed but some
 //! requests failed, 130 interrupted. A distributed load (`--agents`, `--engine slurm`)
 //! is its own controller over hosts (`http_agents`).
 
@@ -19,8 +20,8 @@ use std::sync::Arc;
 use anyhow::Context;
 use perflab_lab::single::{OneTrial, Shot};
 use perflab_load::{
-    parse_duration, parse_fraction, parse_header, parse_rate, HttpVersion, IoChoice, LoadError,
-    LoadSpec, Mode, Ramp, RampOver, Report, Slo, SpecError, Threshold, Verdict,
+    parse_duration, parse_fraction, parse_header, parse_rate, HttpVersion, Io, IoChoice, LoadError,
+    LoadSpec, Mode, Ramp, RampOver, Reached, Report, Slo, SpecError, Threshold, Verdict,
 };
 use perflab_store::TrialStatus;
 use perflab_workloads::spec::Kind;
@@ -47,9 +48,14 @@ intended send time (coordinated omission corrected); the uncorrected latency is 
 Every test is stored as a one-trial run (`perflab show`); with --on HOST it runs on that
 inventory host (the URL as seen from there) and is stored here with the parameter host.
 
-Exit codes: 0 ok, 1 could not run, 2 bad input (nothing was sent),
+Failed requests are HTTP errors (status >= 400) plus transport errors (no response);
+the text, --json (`failed`), the siege block and the stored run count them alike.
+
+Exit codes: 0 ok, 1 could not run (no connection could be made: connection refused,
+              host unreachable, connect timed out, TLS handshake failed or protocol
+              not offered; nothing is recorded), 2 bad input (nothing was sent),
             3 a --threshold failed (over 4),
-            4 the run completed but some requests failed (errors or status >= 400),
+            4 the run completed but some requests failed (HTTP or transport errors),
             130 interrupted (the report of what ran is printed and stored).";
 
 /// One HTTP load test: a closed loop of connections, an open loop at a rate, or a ramp;
@@ -111,6 +117,7 @@ pub struct HttpArgs {
 
     /// Pass/fail on the finished run (repeatable): 'p99<20ms', 'mean<=5ms',
     /// 'error_rate<0.1%', 'errors<1', 'rps>5000', 'mbps>=100'; exits 3 when one fails.
+    /// A latency needs its unit (ms, s, us): a bare 'p99<200' is refused (exit 2).
     /// In the open loop latency thresholds judge the corrected latency. With --targets,
     /// 'target=NAME:p99<20ms' judges one target.
     #[arg(long = "threshold", value_name = "EXPR")]
@@ -355,7 +362,13 @@ pub fn run(g: &crate::Global, args: &HttpArgs) -> anyhow::Result<ExitCode> {
         None => Some(perflab_load::check(&spec).map_err(invalid)?),
         Some(_) => None,
     };
-    let one = one_trial(args, &spec)?;
+    // The first connection, alone: no connection at all fails here, before a run is
+    // recorded (exit 1, the cause named); else what it found is stored with the run.
+    let engine = match &checked {
+        Some(c) => Some(engine(&spec, c)?),
+        None => None,
+    };
+    let one = one_trial(args, &spec, engine)?;
     let exp = one.experiment()?;
     let fleet = args.remote.fleet(&exp)?;
     // Ctrl-C ends the load, then the report of what ran is printed and kept (exit 130);
@@ -396,10 +409,29 @@ pub fn run(g: &crate::Global, args: &HttpArgs) -> anyhow::Result<ExitCode> {
     print(args, &spec, &report)
 }
 
+/// What the run will use here: the I/O engine `--io` resolves to and what the first
+/// connection found (protocol, TLS); an error when no connection can be made.
+fn engine(spec: &LoadSpec, checked: &perflab_load::Checked) -> anyhow::Result<(Io, Reached)> {
+    let failed = |e: LoadError| match e {
+        LoadError::Spec(e) => invalid(e),
+        e => anyhow::anyhow!(e.render(&flag)),
+    };
+    // The engine first: a spec that cannot run on the one asked for is bad input, and
+    // nothing may be sent for it.
+    let io = checked.io(spec).map_err(failed)?;
+    Ok((io, checked.reach(spec).map_err(failed)?))
+}
+
 /// The one trial the flags describe: kind `http`, the options in the file form an
 /// experiment's workload table has, the parameters `perflab http` has always stored
-/// (URLs, connections, mode, rate, unix socket), the arguments in the environment.
-fn one_trial(args: &HttpArgs, spec: &LoadSpec) -> anyhow::Result<OneTrial> {
+/// (URLs, connections, mode, rate, unix socket), the engine it runs on here (`io`,
+/// `protocol`, `tls`: runs that differ there measure differently, so `compare` must
+/// see it), the arguments in the environment.
+fn one_trial(
+    args: &HttpArgs,
+    spec: &LoadSpec,
+    engine: Option<(Io, Reached)>,
+) -> anyhow::Result<OneTrial> {
     let workload = Kind::Http
         .options(options_from_args(args))
         .map_err(|e| anyhow::anyhow!("the flags as a trial: {e}"))?;
@@ -421,6 +453,11 @@ fn one_trial(args: &HttpArgs, spec: &LoadSpec) -> anyhow::Result<OneTrial> {
     }
     if let Some(p) = &spec.unix_socket {
         params.insert("unix_socket".into(), json!(p));
+    }
+    if let Some((io, reached)) = engine {
+        params.insert("io".into(), json!(io.name()));
+        params.insert("protocol".into(), json!(reached.protocol));
+        params.insert("tls".into(), json!(reached.tls));
     }
     Ok(OneTrial {
         kind: "http".into(),

@@ -203,6 +203,8 @@ fn report(
         }
         anyhow::bail!("no agent finished its segment (see above); nothing to report");
     };
+    let mut params = params;
+    params.insert("io".into(), serde_json::json!(engines(outcome)));
     let run_id = record_with(
         g,
         spec,
@@ -251,6 +253,29 @@ fn report(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The I/O engine the agents ran, as the run's `io` parameter: one name when they
+/// agree, else each agent's (`a=uring,b=epoll`; the merged report warns too).
+fn engines(outcome: &Outcome) -> String {
+    let ran: Vec<(&str, &str)> = outcome
+        .agents
+        .iter()
+        .filter_map(|a| {
+            a.result
+                .as_ref()
+                .ok()
+                .map(|r| (a.name.as_str(), r.io.name()))
+        })
+        .collect();
+    match ran.first() {
+        Some((_, io)) if ran.iter().all(|(_, i)| i == io) => io.to_string(),
+        _ => ran
+            .iter()
+            .map(|(a, io)| format!("{a}={io}"))
+            .collect::<Vec<_>>()
+            .join(","),
+    }
 }
 
 /// The per-agent table and the start skew, below the merged report.
@@ -320,7 +345,7 @@ fn record_with(
     if let Some(p) = &spec.unix_socket {
         params.insert("unix_socket".into(), serde_json::json!(p));
     }
-    let failed = report.failed();
+    let failed = report.failed;
     let id = perflab_lab::record::one_shot(
         &store,
         perflab_lab::record::OneShot {
@@ -334,7 +359,7 @@ fn record_with(
                 m
             },
             duration_s: report.duration_s,
-            error: (failed > 0).then(|| format!("{failed} requests failed")),
+            error: (failed.requests > 0).then(|| failed.summary()),
         },
     )?;
     Ok(id)

@@ -67,12 +67,13 @@ impl Workload for LiveHttp {
             Ok(r) => {
                 let mut m = perflab_workloads::http::measurement(r);
                 perflab_workloads::http::add_thresholds(&mut m, &self.spec, r);
-                match r.failed() {
-                    n if n > 0 && !r.interrupted => Err(WorkloadError::Failed {
-                        message: format!("{n} requests failed"),
+                if r.failed.requests > 0 && !r.interrupted {
+                    Err(WorkloadError::Failed {
+                        message: r.failed.summary(),
                         partial: Box::new(m),
-                    }),
-                    _ => Ok(m),
+                    })
+                } else {
+                    Ok(m)
                 }
             }
             Err(e) => Err(WorkloadError::Setup(format!("http load: {e}"))),
