@@ -6,6 +6,9 @@
 //! * [`compare`]: ratio of means with a Fieller (or bootstrap) CI, Welch and
 //!   Mann–Whitney p-values, and a direction-aware verdict;
 //!   [`geometric_mean_ratio`] over several metrics.
+//! * [`SequentialDesign`]: when a paired comparison is decided, looked at after every
+//!   round with O'Brien–Fleming-type alpha spending (`repetitions = "auto"`,
+//!   `stop = "decided"`).
 //! * [`ratio_of_ratios`]: the interaction contrast of a two-by-two design.
 //! * [`t_quantile`] and friends: Student's t to full double precision.
 //!
@@ -26,6 +29,7 @@ mod order_ci;
 mod outliers;
 mod ratio;
 mod rng;
+mod sequential;
 mod summary;
 mod tdist;
 mod ttest;
@@ -42,6 +46,7 @@ pub use order_ci::{binom_half_cdf, median_ci_sorted, order_stat_coverage, Median
 pub use outliers::{mad_outliers, MAD_SCALE, MAD_THRESHOLD, MEAN_AD_SCALE};
 pub use ratio::{fieller_ratio_ci, CiMethod, RatioCi};
 pub use rng::DEFAULT_SEED;
+pub use sequential::{Decision, SequentialDesign, MAX_LOOKS, T_CALIBRATION};
 pub use summary::{precision_reached, summarize, Summary};
 pub use tdist::{normal_quantile, normal_sf, t_quantile, t_sf, t_two_sided_p};
 pub use ttest::{welch_satterthwaite_df, welch_t_test, WelchResult};
