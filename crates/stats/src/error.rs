@@ -29,6 +29,20 @@ pub enum StatsError {
     /// A ratio or log-scale procedure needs a positive mean (e.g. a zero baseline).
     #[error("{what} needs a positive mean, got {mean}")]
     NonPositiveMean { what: &'static str, mean: f64 },
+    /// Two samples that must be paired value by value have different lengths.
+    #[error("{what} needs samples of equal length, got {left} and {right}")]
+    LengthMismatch {
+        what: &'static str,
+        left: usize,
+        right: usize,
+    },
+    /// A log-scale procedure met a value ≤ 0 (index into the sample as given).
+    #[error("{what} needs positive values, got {value} at #{index}")]
+    NonPositiveValue {
+        what: &'static str,
+        index: usize,
+        value: f64,
+    },
 }
 
 /// Checks a confidence level: strictly inside (0, 1).

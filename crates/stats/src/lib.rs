@@ -6,6 +6,8 @@
 //! * [`compare`]: ratio of means with a Fieller (or bootstrap) CI, Welch and
 //!   Mann–Whitney p-values, and a direction-aware verdict;
 //!   [`geometric_mean_ratio`] over several metrics.
+//! * [`paired_log_ratio`]: trials paired by round — the per-round log-ratio with a
+//!   paired t interval and Wilcoxon's signed-rank p-value ([`wilcoxon_signed_rank`]).
 //! * [`SequentialDesign`]: when a paired comparison is decided, looked at after every
 //!   round with O'Brien–Fleming-type alpha spending (`repetitions = "auto"`,
 //!   `stop = "decided"`).
@@ -27,12 +29,14 @@ mod metric;
 mod mwu;
 mod order_ci;
 mod outliers;
+mod paired;
 mod ratio;
 mod rng;
 mod sequential;
 mod summary;
 mod tdist;
 mod ttest;
+mod wilcoxon;
 
 pub use better::Better;
 pub use bootstrap::{bootstrap_ratio_ci, BOOTSTRAP_RESAMPLES};
@@ -44,9 +48,11 @@ pub use metric::{compare_metric, MetricSide, Outcome};
 pub use mwu::{mann_whitney_u, MwuMethod, MwuResult};
 pub use order_ci::{binom_half_cdf, median_ci_sorted, order_stat_coverage, MedianCi};
 pub use outliers::{mad_outliers, MAD_SCALE, MAD_THRESHOLD, MEAN_AD_SCALE};
+pub use paired::{paired_log_ratio, Paired};
 pub use ratio::{fieller_ratio_ci, CiMethod, RatioCi};
 pub use rng::DEFAULT_SEED;
 pub use sequential::{Decision, SequentialDesign, MAX_LOOKS, T_CALIBRATION};
 pub use summary::{precision_reached, summarize, Summary};
 pub use tdist::{normal_quantile, normal_sf, t_quantile, t_sf, t_two_sided_p};
 pub use ttest::{welch_satterthwaite_df, welch_t_test, WelchResult};
+pub use wilcoxon::{wilcoxon_signed_rank, WilcoxonMethod, WilcoxonResult};
