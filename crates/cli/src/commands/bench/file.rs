@@ -135,6 +135,7 @@ pub fn draft(
             target: AUTO_TARGET,
         },
     });
+    d.stop = spec.stop;
     d.warmup = Some(spec.warmup);
     d.order = Some(Order::Interleaved);
     d.cpus = spec.cpus.clone();
