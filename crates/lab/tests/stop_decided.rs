@@ -4,11 +4,12 @@
 //! shuffled order within a round does not change what the comparison sees).
 
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use perflab_lab::experiment::{Draft, Experiment, Repetitions, Stop};
 use perflab_lab::observe::Observer;
+use perflab_lab::plan;
 use perflab_lab::runner::{self, RunOptions, RunOutcome};
 use perflab_store::{MetricValue, RunStatus, Store};
 use perflab_workloads::spec::{Kind, KindSpec, TrialSpec, WorkloadFactory};
@@ -16,10 +17,12 @@ use perflab_workloads::{Measurement, TrialContext, Workload, WorkloadError};
 
 /// `score` = `scale[m]` × (1 + `noise` × a fixed pseudo-random number of the round and
 /// config), so every round's pair differs by noise alone when the scales agree.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 struct Fake {
     scale_b: f64,
     noise: f64,
+    /// Play Ctrl-C during the recorded trial of this ordinal (once; 0: never).
+    interrupt_at: Arc<AtomicU32>,
 }
 
 struct FakeTrial {
@@ -37,8 +40,14 @@ impl WorkloadFactory for Fake {
 }
 
 impl Workload for FakeTrial {
-    fn run(&self, _ctx: &TrialContext) -> Result<Measurement, WorkloadError> {
+    fn run(&self, ctx: &TrialContext) -> Result<Measurement, WorkloadError> {
         let s = &self.spec;
+        let at = self.fake.interrupt_at.load(Ordering::SeqCst);
+        if !s.warmup && at != 0 && s.ordinal == at {
+            self.fake.interrupt_at.store(0, Ordering::SeqCst);
+            ctx.interrupted.store(true, Ordering::SeqCst);
+            return Err(WorkloadError::Interrupted);
+        }
         let KindSpec::Command(c) = &s.workload else {
             panic!("a command workload: {:?}", s.workload)
         };
@@ -89,14 +98,25 @@ const DECIDED: &str =
 /// Runs `exp` with `fake`; the outcome, the rounds run, and what was said.
 fn run(exp: &Experiment, fake: Fake) -> (RunOutcome, u32, Vec<String>) {
     let store = Store::in_memory().unwrap();
+    run_in(&store, exp, fake, None)
+}
+
+/// [`run`] in `store`, resuming run `resume` if given.
+fn run_in(
+    store: &Store,
+    exp: &Experiment,
+    fake: Fake,
+    resume: Option<i64>,
+) -> (RunOutcome, u32, Vec<String>) {
     let scratch = tempfile::tempdir().unwrap();
     let said = Said::default();
     let opts = RunOptions {
+        resume,
         scratch: Some(scratch.path().to_path_buf()),
         ..Default::default()
     };
     let flag = Arc::new(AtomicBool::new(false));
-    let out = runner::run_with(exp, &store, &opts, flag, &said, &fake).unwrap();
+    let out = runner::run_with(exp, store, &opts, flag, &said, &fake).unwrap();
     let rounds = store
         .trials(out.run_id)
         .unwrap()
@@ -115,6 +135,7 @@ fn identical_configs_stop_equivalent_before_the_maximum() {
         Fake {
             scale_b: 1.0,
             noise: 0.002,
+            ..Default::default()
         },
     );
     assert_eq!(out.status, RunStatus::Complete);
@@ -130,6 +151,7 @@ fn a_clear_difference_stops_at_the_first_look() {
         Fake {
             scale_b: 2.0,
             noise: 0.01,
+            ..Default::default()
         },
     );
     assert_eq!(out.status, RunStatus::Complete);
@@ -148,6 +170,7 @@ fn a_noisy_comparison_runs_to_the_maximum_undecided() {
         Fake {
             scale_b: 1.0,
             noise: 0.5,
+            ..Default::default()
         },
     );
     assert_eq!(out.status, RunStatus::Complete);
@@ -166,6 +189,7 @@ fn a_tighter_equivalence_margin_needs_more_rounds_or_stays_undecided() {
         Fake {
             scale_b: 1.0,
             noise: 0.02,
+            ..Default::default()
         },
     );
     let tight = run(
@@ -173,6 +197,7 @@ fn a_tighter_equivalence_margin_needs_more_rounds_or_stays_undecided() {
         Fake {
             scale_b: 1.0,
             noise: 0.02,
+            ..Default::default()
         },
     );
     assert!(tight.1 > loose.1, "{:?} vs {:?}", loose.2, tight.2);
@@ -187,6 +212,7 @@ fn the_precision_rule_stays_the_default() {
         Fake {
             scale_b: 2.0,
             noise: 0.0,
+            ..Default::default()
         },
     );
     assert!(
@@ -261,4 +287,44 @@ fn a_draft_keeps_its_stop_rule() {
     d.stop = Some(Stop::Decided { equivalence: 0.03 });
     let e = d.check(Path::new("d.toml")).unwrap();
     assert_eq!(e.stop, Stop::Decided { equivalence: 0.03 });
+}
+
+#[test]
+fn a_resumed_run_rebuilds_the_same_shuffled_rounds() {
+    let exp = experiment(DECIDED);
+    let store = Store::in_memory().unwrap();
+    // Ctrl-C in round 7, one of the rounds the auto loop added.
+    let fake = Fake {
+        scale_b: 1.0,
+        noise: 0.5,
+        interrupt_at: Arc::new(AtomicU32::new(13)),
+    };
+    let (first, _, _) = run_in(&store, &exp, fake.clone(), None);
+    assert_eq!(first.status, RunStatus::Interrupted);
+    let (again, rounds, said) = run_in(&store, &exp, fake, Some(first.run_id));
+    assert_eq!(
+        (again.run_id, again.status),
+        (first.run_id, RunStatus::Complete)
+    );
+    assert_eq!(rounds, 12, "{said:?}");
+    // Every round whole, in the order the seed's plan gives it (a re-run trial takes
+    // the next ordinal).
+    let configs = store.configs(first.run_id).unwrap();
+    let seen: Vec<(u32, u32)> = store
+        .trials(first.run_id)
+        .unwrap()
+        .iter()
+        .filter(|t| t.status == "ok")
+        .map(|t| {
+            let c = configs.iter().find(|c| c.id == t.config_id).unwrap();
+            (c.ordinal, t.repetition)
+        })
+        .collect();
+    let plan: Vec<(u32, u32)> = (1..=12u32)
+        .flat_map(|r| plan::round(&exp, 2, 11, r, 0))
+        .map(|t| (t.config as u32, t.repetition))
+        .collect();
+    assert_eq!(seen, plan);
+    let firsts = plan.chunks(2).filter(|r| r[0].0 == 0).count();
+    assert_eq!(firsts, 6, "balanced: each config first in half the rounds");
 }
