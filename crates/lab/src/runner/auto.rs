@@ -20,11 +20,11 @@
 
 use std::collections::BTreeMap;
 
-use perflab_stats::{paired_log_ratio, Decision, SequentialDesign};
-use perflab_store::{Store, StoreError};
+use perflab_stats::{paired_log_ratio, Decision, SequentialDesign, StatsError};
+use perflab_store::{RunId, Store, StoreError};
 
 use super::Runner;
-use crate::experiment::{Repetitions, Stop};
+use crate::experiment::{Experiment, Repetitions, Stop};
 use crate::plan;
 
 /// The overall two-sided level of `stop = "decided"` (the verdicts' 95 %).
@@ -39,37 +39,36 @@ enum Look {
     More { reps: u32, at_max: String },
 }
 
-/// One comparison's state at a look: the candidate's label, the metric, and what the
-/// design decided with the interval it used.
-struct Compared {
-    label: String,
-    metric: String,
-    decision: Decision,
-    interval: Option<Interval>,
+/// One comparison's state at a look of a `stop = "decided"` run: the candidate config
+/// (its index; the baseline is the first), its label, the metric, and what the design
+/// decided, with the interval it used.
+#[derive(Debug, Clone)]
+pub struct Compared {
+    pub candidate: usize,
+    pub label: String,
+    pub metric: String,
+    pub decision: Decision,
+    pub interval: Option<Interval>,
 }
 
 /// (ratio, low, high, confidence) of a comparison at a look.
-type Interval = (f64, f64, f64, f64);
+pub type Interval = (f64, f64, f64, f64);
 
 impl Runner<'_> {
     /// Adds rounds until the experiment's `stop` rule is met or the maximum is reached,
     /// and says which; true when interrupted.
     pub(super) fn adaptive(&mut self, seed: u64) -> bool {
-        let Repetitions::Auto { min, max, target } = self.exp.repetitions else {
+        let Repetitions::Auto { max, target, .. } = self.exp.repetitions else {
             return false;
         };
-        let design = match self.exp.stop {
-            Stop::Precise => None,
-            Stop::Decided { equivalence } => {
-                match SequentialDesign::obrien_fleming(min, max, ALPHA, equivalence) {
-                    Ok(d) => Some(d),
-                    Err(e) => {
-                        self.obs.warn(&format!(
-                            "stop = \"decided\": {e}; stopping by precision instead"
-                        ));
-                        None
-                    }
-                }
+        let design = match design(self.exp) {
+            None => None,
+            Some(Ok(d)) => Some(d),
+            Some(Err(e)) => {
+                self.obs.warn(&format!(
+                    "stop = \"decided\": {e}; stopping by precision instead"
+                ));
+                None
             }
         };
         loop {
@@ -111,19 +110,6 @@ impl Runner<'_> {
         }
     }
 
-    /// The metrics auto repetitions watch: `primary`, else the workload's named
-    /// metrics, else `wall_s`.
-    fn primary(&self) -> Vec<String> {
-        let named: Vec<String> = self.exp.workload.metric_names();
-        if !self.exp.primary.is_empty() {
-            self.exp.primary.clone()
-        } else if !named.is_empty() {
-            named
-        } else {
-            vec!["wall_s".into()]
-        }
-    }
-
     /// `stop = "precise"`: the least precise primary metric against the target.
     fn precise(&self, target: f64, max: u32) -> Look {
         let (reps, worst) = self.precision();
@@ -152,7 +138,7 @@ impl Runner<'_> {
         let Ok(summary) = crate::precision::summarize_run(self.store, self.run_id, 0.95) else {
             return (0, None);
         };
-        let primary = self.primary();
+        let primary = primary(self.exp);
         let mut reps = u32::MAX;
         let mut worst: Option<(String, String, f64)> = None;
         for c in &summary.configs {
@@ -179,26 +165,10 @@ impl Runner<'_> {
     /// `stop = "decided"`: every config against the first, on every primary metric,
     /// paired by round, judged by the design at this look.
     fn decided(&self, design: &SequentialDesign, max: u32) -> Look {
-        let rounds = match Rounds::read(self.store, self.run_id) {
-            Ok(r) => r,
+        let (reps, compared) = match compare_all(self.store, self.run_id, self.exp, design) {
+            Ok(c) => c,
             Err(e) => return Look::Stop(format!("stop = \"decided\": cannot read the run: {e}")),
         };
-        let reps = rounds.complete(self.configs.len());
-        let mut compared = Vec::new();
-        for cand in 1..self.configs.len() {
-            for metric in self.primary() {
-                let (base, cand_v) = rounds.pairs(0, cand, &metric);
-                let Some(c) = judge(design, &base, &cand_v) else {
-                    continue; // not comparable on the log scale (a zero, a missing metric)
-                };
-                compared.push(Compared {
-                    label: self.configs[cand].label(),
-                    metric: metric.clone(),
-                    decision: c.0,
-                    interval: c.1,
-                });
-            }
-        }
         if compared.is_empty() {
             return match reps >= 2 {
                 true => Look::Stop(format!(
@@ -233,6 +203,74 @@ impl Runner<'_> {
             ),
         }
     }
+}
+
+/// The design of a `stop = "decided"` experiment (`None` for any other).
+fn design(exp: &Experiment) -> Option<Result<SequentialDesign, StatsError>> {
+    match (&exp.repetitions, exp.stop) {
+        (Repetitions::Auto { min, max, .. }, Stop::Decided { equivalence }) => Some(
+            SequentialDesign::obrien_fleming(*min, *max, ALPHA, equivalence),
+        ),
+        _ => None,
+    }
+}
+
+/// The metrics auto repetitions watch: `primary`, else the workload's named metrics,
+/// else `wall_s`.
+fn primary(exp: &Experiment) -> Vec<String> {
+    let named: Vec<String> = exp.workload.metric_names();
+    if !exp.primary.is_empty() {
+        exp.primary.clone()
+    } else if !named.is_empty() {
+        named
+    } else {
+        vec!["wall_s".into()]
+    }
+}
+
+/// Where a `stop = "decided"` run stands, as the runner's last look saw it: the rounds
+/// every config has, and each config against the first on each primary metric. `None`
+/// for a run that does not stop when decided. A command reads it to keep its verdict
+/// in line with why the run stopped.
+pub fn decisions(
+    store: &Store,
+    run: RunId,
+    exp: &Experiment,
+) -> Result<Option<(u32, Vec<Compared>)>, StoreError> {
+    match design(exp) {
+        Some(Ok(d)) => compare_all(store, run, exp, &d).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// Every config against the first, on every primary metric, paired by round and
+/// judged by `design`; with the rounds every config has.
+fn compare_all(
+    store: &Store,
+    run: RunId,
+    exp: &Experiment,
+    design: &SequentialDesign,
+) -> Result<(u32, Vec<Compared>), StoreError> {
+    let configs = plan::configs(exp);
+    let rounds = Rounds::read(store, run)?;
+    let reps = rounds.complete(configs.len());
+    let mut compared = Vec::new();
+    for (cand, config) in configs.iter().enumerate().skip(1) {
+        for metric in primary(exp) {
+            let (base, cand_v) = rounds.pairs(0, cand, &metric);
+            let Some((decision, interval)) = judge(design, &base, &cand_v) else {
+                continue; // not comparable on the log scale (a zero, a missing metric)
+            };
+            compared.push(Compared {
+                candidate: cand,
+                label: config.label(),
+                metric,
+                decision,
+                interval,
+            });
+        }
+    }
+    Ok((reps, compared))
 }
 
 /// The decision on one comparison and its interval at this look; `None` when the
@@ -291,7 +329,7 @@ fn interval_text(c: &Compared) -> String {
 struct Rounds(BTreeMap<u32, BTreeMap<String, BTreeMap<u32, f64>>>);
 
 impl Rounds {
-    fn read(store: &Store, run: perflab_store::RunId) -> Result<Rounds, StoreError> {
+    fn read(store: &Store, run: RunId) -> Result<Rounds, StoreError> {
         let configs = store.configs(run)?;
         let trials: BTreeMap<i64, (i64, u32)> = store
             .trials(run)?

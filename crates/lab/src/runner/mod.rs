@@ -33,6 +33,9 @@ use crate::site::{Site, Sites};
 
 mod auto;
 mod lanes;
+
+pub use auto::{decisions, Compared, Interval};
+pub use perflab_stats::Decision;
 mod placed;
 mod trial;
 

@@ -305,11 +305,15 @@ pub fn run(g: &Global, a: &BenchArgs) -> anyhow::Result<ExitCode> {
     let summaries = stats::summaries(&store, outcome.run_id, a.confidence)?;
     let results = export::load(&store, outcome.run_id, &spec.benches, summaries)?;
     let metrics: Vec<String> = METRICS.map(String::from).to_vec();
-    let comparisons = stats::versus_baseline(&store, outcome.run_id, 0, &metrics, a.confidence)?
-        .into_iter()
-        .map(|(ordinal, rows)| (ordinal as usize, rows))
-        .filter(|(i, _)| *i < results.len())
-        .collect();
+    let mut comparisons: Vec<(usize, Vec<stats::Versus>)> =
+        stats::versus_baseline(&store, outcome.run_id, 0, &metrics, a.confidence)?
+            .into_iter()
+            .map(|(ordinal, rows)| (ordinal as usize, rows))
+            .filter(|(i, _)| *i < results.len())
+            .collect();
+    if let Some((_, decided)) = runner::decisions(&store, outcome.run_id, &exp)? {
+        settle(&mut comparisons, &decided);
+    }
     let o = export::Outcome {
         run: outcome.run_id,
         confidence: a.confidence,
@@ -332,6 +336,34 @@ pub fn run(g: &Global, a: &BenchArgs) -> anyhow::Result<ExitCode> {
         output::print(&o);
     }
     Ok(ExitCode::from(exit::for_outcome(&outcome, "runs", "run")))
+}
+
+/// `--until-decided`: a comparison the sequential design did not decide is not
+/// `faster`/`slower`, whatever a fixed-sample test of the same trials says — the run
+/// stopped because it was `equivalent`, or at its maximum, `undecided`.
+fn settle(comparisons: &mut [(usize, Vec<stats::Versus>)], decided: &[runner::Compared]) {
+    use runner::Decision;
+    for (cand, rows) in comparisons.iter_mut() {
+        for row in rows.iter_mut() {
+            let Some(d) = decided
+                .iter()
+                .find(|d| d.candidate == *cand && d.metric == row.metric)
+            else {
+                continue;
+            };
+            let word = match d.decision {
+                Decision::Differs => continue,
+                Decision::Equivalent => "equivalent",
+                Decision::Continue | Decision::Undecided => "undecided",
+            };
+            if row.verdict == "faster" || row.verdict == "slower" {
+                row.verdict = word.to_string();
+                if let Some(v) = row.json.get_mut("verdict") {
+                    *v = word.into();
+                }
+            }
+        }
+    }
 }
 
 fn write_exports(a: &BenchArgs, o: &export::Outcome) -> anyhow::Result<()> {
