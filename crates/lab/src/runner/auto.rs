@@ -319,7 +319,13 @@ fn reasons(compared: &[Compared], margin: f64) -> String {
 fn interval_text(c: &Compared) -> String {
     match c.interval {
         Some((r, lo, hi, level)) => {
-            format!(": {r:.3} [{lo:.3}, {hi:.3}] at {:.1} %", level * 100.0)
+            // Enough decimals that a strict early look does not read "100.0 %".
+            let miss = ((1.0 - level) * 100.0).max(1e-9);
+            let digits = (-miss.log10()).ceil().clamp(1.0, 9.0) as usize;
+            format!(
+                ": {r:.3} [{lo:.3}, {hi:.3}] at {:.digits$} %",
+                level * 100.0
+            )
         }
         None => String::new(),
     }
