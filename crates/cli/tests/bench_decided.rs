@@ -99,7 +99,7 @@ fn a_clear_difference_is_decided_before_the_maximum() {
 }
 
 #[test]
-fn until_decided_refuses_a_fixed_count_and_a_bad_margin() {
+fn until_decided_refuses_a_fixed_count_a_bad_margin_and_one_command() {
     let lab = Lab::new();
     for args in [
         &["bench", "--until-decided", "-r", "5", "true", "true"][..],
@@ -112,8 +112,10 @@ fn until_decided_refuses_a_fixed_count_and_a_bad_margin() {
             "true",
         ],
         &["bench", "--equivalence", "2%", "true", "true"],
+        &["bench", "--until-decided", "true"],
     ] {
         let out = lab.run(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
     }
 }

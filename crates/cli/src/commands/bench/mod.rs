@@ -259,6 +259,11 @@ fn spec(a: &BenchArgs) -> Result<(Spec, String, Option<String>), InvalidInput> {
         a.reference.as_deref(),
         &params,
     )?;
+    if a.until_decided && benches.len() < 2 {
+        return Err(InvalidInput(
+            "--until-decided stops when the comparison with the first command is decided: give two commands or more".into(),
+        ));
+    }
     let spec = Spec {
         benches,
         params,
