@@ -23,6 +23,8 @@ struct Fake {
     noise: f64,
     /// Play Ctrl-C during the recorded trial of this ordinal (once; 0: never).
     interrupt_at: Arc<AtomicU32>,
+    /// Every trial of config `m = "b"` fails.
+    fail_b: bool,
 }
 
 struct FakeTrial {
@@ -52,6 +54,9 @@ impl Workload for FakeTrial {
             panic!("a command workload: {:?}", s.workload)
         };
         let b = c.argv.last().is_some_and(|m| m == "b");
+        if b && self.fake.fail_b {
+            return Err(WorkloadError::failed("b always fails"));
+        }
         let salt = if b { 7 } else { 3 };
         let u = unit(s.repetition as u64 * 16 + salt);
         let scale = if b { self.fake.scale_b } else { 1.0 };
@@ -298,6 +303,7 @@ fn a_resumed_run_rebuilds_the_same_shuffled_rounds() {
         scale_b: 1.0,
         noise: 0.5,
         interrupt_at: Arc::new(AtomicU32::new(13)),
+        ..Default::default()
     };
     let (first, _, _) = run_in(&store, &exp, fake.clone(), None);
     assert_eq!(first.status, RunStatus::Interrupted);
@@ -327,4 +333,24 @@ fn a_resumed_run_rebuilds_the_same_shuffled_rounds() {
     assert_eq!(seen, plan);
     let firsts = plan.chunks(2).filter(|r| r[0].0 == 0).count();
     assert_eq!(firsts, 6, "balanced: each config first in half the rounds");
+}
+
+#[test]
+fn a_config_that_always_fails_cannot_keep_the_run_going() {
+    let (out, _, said) = run(
+        &experiment(DECIDED),
+        Fake {
+            scale_b: 1.0,
+            noise: 0.01,
+            fail_b: true,
+            ..Default::default()
+        },
+    );
+    assert_eq!(out.status, RunStatus::CompleteWithFailures);
+    // The 5 planned rounds, then at most max_repetitions more.
+    assert!(out.trials_ok + out.trials_failed <= 2 * (5 + 12), "{out:?}");
+    assert!(
+        said.iter().any(|s| s.contains("trials keep failing")),
+        "{said:?}"
+    );
 }

@@ -71,6 +71,9 @@ impl Runner<'_> {
                 None
             }
         };
+        // Rounds whose trials fail add no repetitions; never add more rounds than the
+        // maximum, so a config that always fails cannot keep the run going.
+        let mut added = 0;
         loop {
             let look = match &design {
                 Some(d) => self.decided(d, max),
@@ -85,8 +88,15 @@ impl Runner<'_> {
                     self.say_stopped(&at_max, design.is_some());
                     return false;
                 }
+                Look::More { reps, .. } if added >= max => {
+                    self.obs.warn(&format!(
+                        "repetitions = \"auto\": {added} rounds added and still only {reps} complete (trials keep failing); stopping"
+                    ));
+                    return false;
+                }
                 Look::More { reps, .. } => reps,
             };
+            added += 1;
             let after = self
                 .store
                 .trials(self.run_id)
