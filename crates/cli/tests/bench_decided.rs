@@ -85,8 +85,8 @@ fn a_clear_difference_is_decided_before_the_maximum() {
         "--until-decided",
         "--equivalence",
         "1%",
-        "sleep 0.02",
-        "sleep 0.1",
+        "sleep 0.01",
+        "sleep 0.2",
         "--export-json",
         "out.json",
     ]);

@@ -475,3 +475,24 @@ fn a_doctor_trial_stores_one_diagnosis_with_its_counts() {
         assert!(warn.value >= 1.0, "{t:?}");
     }
 }
+
+#[test]
+fn in_interleaved_rounds_every_trial_starts_its_own_service() {
+    let _one = PROCESSES.lock().unwrap_or_else(|e| e.into_inner());
+    // Two configs in blocks of two rounds (A B | B A, or B A | A B): one config always
+    // runs twice in a row across the rounds' boundary. It still gets a fresh service,
+    // as every other trial does, not the one its previous trial warmed.
+    let text = "[experiment]\nnoise_check = false\nrepetitions = 2\nwarmup = 0\n\
+         [matrix]\nn = [1, 2]\n\
+         [service]\ncommand = \"sh -c 'echo start >> {run_dir}/starts; echo up; exec sleep 30'\"\n\
+         ready.log = \"up\"\n\
+         [workload]\nkind = \"command\"\ncommand = \"fake {n}\"\n";
+    let exp = Experiment::parse(Path::new("fresh.toml"), text).unwrap();
+    let b = Bench::new();
+    let fake = Arc::new(Fake::default());
+    let out = b.run(&exp, &fake, None, false);
+    assert_eq!(out.status, RunStatus::Complete);
+    let run_dir = b.scratch.path().join("runs").join(out.run_id.to_string());
+    let starts = std::fs::read_to_string(run_dir.join("starts")).unwrap();
+    assert_eq!(starts.lines().count(), 4, "one service start per trial");
+}

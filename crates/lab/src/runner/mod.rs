@@ -490,8 +490,13 @@ impl Runner<'_> {
             let started = SystemTime::now();
             let clock = Instant::now();
             let mut done = self.trial(t);
-            // Stop the service when the next trial belongs to another config.
-            let next_same = todo.get(i + 1).is_some_and(|n| n.config == t.config);
+            // Stop the service when the next trial belongs to another config — or, in
+            // interleaved rounds of several configs, always: a shuffle that puts one
+            // config last in a round and first in the next must not hand that trial a
+            // warm service the others never get (each trial starts its own, as when
+            // rounds ran A B A B).
+            let fresh_each = self.exp.order == Order::Interleaved && self.configs.len() > 1;
+            let next_same = !fresh_each && todo.get(i + 1).is_some_and(|n| n.config == t.config);
             if !next_same || done.status == TrialStatus::Interrupted || self.is_interrupted() {
                 self.stop_service(&mut done.m);
             }
