@@ -105,6 +105,15 @@ impl Observer for Progress {
         }
     }
 
+    fn stopped(&self, why: &str) {
+        // Shown even with --quiet, like a warning: it says how far the run went.
+        if self.bar.is_hidden() {
+            eprintln!("{why}");
+        } else {
+            self.bar.println(why);
+        }
+    }
+
     fn noisy(&self, n: &perflab_lab::noise::Noisy) {
         self.warn(&n.message(self.pin));
     }

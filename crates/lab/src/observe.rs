@@ -17,6 +17,11 @@ pub trait Observer {
     fn trial_finished(&self, _index: usize, _config: &str, _error: Option<&str>) {}
     /// Something the user should know (printed above the progress bar).
     fn warn(&self, _message: &str) {}
+    /// Why `repetitions = "auto"` stopped adding rounds (`stop = "decided"`: "decided
+    /// after 9 rounds: ratio CI excludes 1"); by default, said like a warning.
+    fn stopped(&self, why: &str) {
+        self.warn(why);
+    }
     /// The noise check found the machine noisy; by default, warned about in the words
     /// of an experiment file (`cpus = "1"`).
     fn noisy(&self, n: &crate::noise::Noisy) {

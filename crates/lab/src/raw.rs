@@ -74,6 +74,10 @@ pub struct RawExperiment {
     pub min_repetitions: Option<Spanned<i64>>,
     pub max_repetitions: Option<Spanned<i64>>,
     pub target_precision: Option<Spanned<toml::Value>>,
+    /// With `repetitions = "auto"`: `"precise"` (default) or `"decided"`.
+    pub stop: Option<SStr>,
+    /// With `stop = "decided"`: the equivalence margin (`"2%"` or 0.02).
+    pub equivalence: Option<Spanned<toml::Value>>,
     pub primary: Option<Vec<SStr>>,
     pub noise_check: Option<bool>,
     pub warmup: Option<Spanned<i64>>,

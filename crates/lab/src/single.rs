@@ -87,6 +87,7 @@ impl OneTrial {
             text: self.text(&matrix, &table)?,
             path: PathBuf::from(format!("perflab-{}.toml", self.kind)),
             repetitions: Repetitions::Fixed(1),
+            stop: Default::default(),
             primary: Vec::new(),
             noise_check: false,
             warmup: 0,

@@ -174,7 +174,15 @@ fn interleaved_warmups_first_then_rounds_and_warmups_are_not_recorded() {
     assert_eq!(out.status, RunStatus::Complete);
     assert_eq!((out.trials_ok, out.trials_failed), (6, 0));
     let ran = fake.ran.lock().unwrap();
-    assert_eq!(modes(&ran), ["1", "2", "1", "2", "1", "2", "1", "2"]);
+    // Warm-ups in file order, then rounds: each holds both configs, in the order the
+    // run's seed gave it.
+    let m = modes(&ran);
+    assert_eq!(m[..2], ["1", "2"]);
+    for round in m[2..].chunks(2) {
+        let mut r = round.to_vec();
+        r.sort();
+        assert_eq!(r, ["1", "2"], "{m:?}");
+    }
     assert!(ran[..2].iter().all(|r| r.3) && ran[2..].iter().all(|r| !r.3));
     assert_eq!(b.trials(out.run_id).len(), 6, "warm-ups are not stored");
     // Each config's mean is what the fake gave it.
@@ -346,17 +354,21 @@ fn the_trial_spec_carries_the_config_limits_and_rendered_command_as_data() {
     let exp = experiment("repetitions = 1\nwarmup = 0\ntimeout = \"1m30s\"\ncpus = \"0\"");
     let out = b.run(&exp, &fake, None, false);
     assert_eq!(out.trials_ok, 2);
-    assert_eq!(
-        modes(&fake.ran.lock().unwrap()),
-        ["1", "2"],
-        "{{n}} rendered per config"
-    );
+    let ran = fake.ran.lock().unwrap();
+    // The round's order comes from the run's seed.
+    let mut rendered = modes(&ran);
+    rendered.sort();
+    assert_eq!(rendered, ["1", "2"], "{{n}} rendered per config");
     let specs = fake.specs.lock().unwrap();
-    let second: TrialSpec = serde_json::from_str(&specs[1]).unwrap();
-    assert_eq!(second.params.get("n"), Some(&serde_json::json!(2)));
+    let (at, second): (usize, TrialSpec) = specs
+        .iter()
+        .map(|s| serde_json::from_str::<TrialSpec>(s).unwrap())
+        .enumerate()
+        .find(|(_, s)| s.params.get("n") == Some(&serde_json::json!(2)))
+        .unwrap();
     assert_eq!(
         (second.ordinal, second.repetition, second.warmup),
-        (2, 1, false)
+        (at as u32 + 1, 1, false)
     );
     assert_eq!(
         (second.timeout_s, second.cpus.as_deref()),
@@ -462,4 +474,25 @@ fn a_doctor_trial_stores_one_diagnosis_with_its_counts() {
             .unwrap();
         assert!(warn.value >= 1.0, "{t:?}");
     }
+}
+
+#[test]
+fn in_interleaved_rounds_every_trial_starts_its_own_service() {
+    let _one = PROCESSES.lock().unwrap_or_else(|e| e.into_inner());
+    // Two configs in blocks of two rounds (A B | B A, or B A | A B): one config always
+    // runs twice in a row across the rounds' boundary. It still gets a fresh service,
+    // as every other trial does, not the one its previous trial warmed.
+    let text = "[experiment]\nnoise_check = false\nrepetitions = 2\nwarmup = 0\n\
+         [matrix]\nn = [1, 2]\n\
+         [service]\ncommand = \"sh -c 'echo start >> {run_dir}/starts; echo up; exec sleep 30'\"\n\
+         ready.log = \"up\"\n\
+         [workload]\nkind = \"command\"\ncommand = \"fake {n}\"\n";
+    let exp = Experiment::parse(Path::new("fresh.toml"), text).unwrap();
+    let b = Bench::new();
+    let fake = Arc::new(Fake::default());
+    let out = b.run(&exp, &fake, None, false);
+    assert_eq!(out.status, RunStatus::Complete);
+    let run_dir = b.scratch.path().join("runs").join(out.run_id.to_string());
+    let starts = std::fs::read_to_string(run_dir.join("starts")).unwrap();
+    assert_eq!(starts.lines().count(), 4, "one service start per trial");
 }

@@ -10,6 +10,9 @@
 //!   [`rounds_needed`]); [`geometric_mean_ratio`] over several metrics.
 //! * [`paired_log_ratio`]: trials paired by round — the per-round log-ratio with a
 //!   paired t interval and Wilcoxon's signed-rank p-value ([`wilcoxon_signed_rank`]).
+//! * [`SequentialDesign`]: when a paired comparison is decided, looked at after every
+//!   round with O'Brien–Fleming-type alpha spending (`repetitions = "auto"`,
+//!   `stop = "decided"`).
 //! * [`ratio_of_ratios`]: the interaction contrast of a two-by-two design.
 //! * [`t_quantile`] and friends: Student's t to full double precision.
 //!
@@ -33,6 +36,7 @@ mod outliers;
 mod paired;
 mod ratio;
 mod rng;
+mod sequential;
 #[cfg(test)]
 mod simulation;
 mod summary;
@@ -58,6 +62,7 @@ pub use outliers::{mad_outliers, MAD_SCALE, MAD_THRESHOLD, MEAN_AD_SCALE};
 pub use paired::{paired_log_ratio, Paired};
 pub use ratio::{fieller_ratio_ci, CiMethod, RatioCi};
 pub use rng::DEFAULT_SEED;
+pub use sequential::{Decision, SequentialDesign, MAX_LOOKS, T_CALIBRATION};
 pub use summary::{precision_reached, summarize, Summary};
 pub use tdist::{normal_quantile, normal_sf, t_quantile, t_sf, t_two_sided_p};
 pub use ttest::{welch_satterthwaite_df, welch_t_test, WelchResult};

@@ -242,8 +242,15 @@ fn print_comparisons(
 fn print_plan(exp: &Experiment) {
     let configs = perflab_lab::plan::configs(exp);
     let reps = exp.repetitions.initial();
-    let auto = match &exp.repetitions {
-        perflab_lab::experiment::Repetitions::Auto { max, target, .. } => format!(
+    let auto = match (&exp.repetitions, exp.stop) {
+        (
+            perflab_lab::experiment::Repetitions::Auto { max, .. },
+            perflab_lab::experiment::Stop::Decided { equivalence },
+        ) => format!(
+            " at first, then more rounds until every comparison with the first config is decided: its paired ratio CI excludes 1 or lies within ±{:.1}% (at most {max})",
+            equivalence * 100.0
+        ),
+        (perflab_lab::experiment::Repetitions::Auto { max, target, .. }, _) => format!(
             " at first, then more rounds until every primary metric's CI is within ±{:.1}% of its mean (at most {max})",
             target * 100.0
         ),

@@ -15,7 +15,7 @@ use std::path::Path;
 use perflab_workloads::spec::Kind;
 use serde::Serialize;
 
-use super::{Experiment, Order, Repetitions};
+use super::{Experiment, Order, Repetitions, Stop};
 use crate::error::FileError;
 
 /// An experiment being built. `Default` leaves every optional key out (the file's
@@ -25,6 +25,8 @@ pub struct Draft {
     pub name: String,
     pub description: Option<String>,
     pub repetitions: Option<Repetitions>,
+    /// When auto repetitions stop (`None`: the file's default, `precise`).
+    pub stop: Option<Stop>,
     pub warmup: Option<u32>,
     pub order: Option<Order>,
     pub noise_check: Option<bool>,
@@ -72,6 +74,7 @@ impl Draft {
             name: name.to_string(),
             description: None,
             repetitions: None,
+            stop: None,
             warmup: None,
             order: None,
             noise_check: None,
@@ -158,8 +161,15 @@ impl Draft {
                 Some(*target),
             ),
         };
+        let (stop, equivalence) = match self.stop {
+            None => (None, None),
+            Some(Stop::Precise) => (Some("precise"), None),
+            Some(Stop::Decided { equivalence }) => (Some("decided"), Some(equivalence)),
+        };
         HeaderOut {
             name: &self.name,
+            stop,
+            equivalence,
             description: self.description.as_deref(),
             repetitions,
             min_repetitions: min,
@@ -198,6 +208,10 @@ struct HeaderOut<'a> {
     max_repetitions: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     target_precision: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stop: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    equivalence: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     warmup: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -33,7 +33,7 @@ pub use draft::{Draft, DraftError};
 pub use hosts::HostRef;
 pub use process::signal_number;
 use process::{command_spec, service};
-use sections::{matrix, monitor, profile, repetitions};
+use sections::{matrix, monitor, profile, repetitions, stop};
 
 /// Metrics every command trial records.
 pub const BUILTIN_METRICS: &[&str] = &[
@@ -104,6 +104,35 @@ impl Repetitions {
         match self {
             Repetitions::Fixed(n) => *n,
             Repetitions::Auto { min, .. } => *min,
+        }
+    }
+}
+
+/// When `repetitions = "auto"` stops adding rounds.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum Stop {
+    /// `stop = "precise"` (the default): every primary metric's 95 % CI of every
+    /// config is within `target_precision` of its mean.
+    #[default]
+    Precise,
+    /// `stop = "decided"`: every config's paired comparison with the first, on every
+    /// primary metric, is decided — its ratio CI excludes 1 or lies within
+    /// ±`equivalence` — with the repeated looks corrected
+    /// (`perflab_stats::SequentialDesign`).
+    Decided {
+        /// The equivalence margin, a fraction (0.02 for 2 %).
+        equivalence: f64,
+    },
+}
+
+impl Stop {
+    /// The default equivalence margin of `stop = "decided"`.
+    pub const DEFAULT_EQUIVALENCE: f64 = 0.02;
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Stop::Precise => "precise",
+            Stop::Decided { .. } => "decided",
         }
     }
 }
@@ -213,6 +242,8 @@ pub struct Experiment {
     /// The file, verbatim (stored with the run; `--resume` re-reads it from the store).
     pub text: String,
     pub repetitions: Repetitions,
+    /// When `repetitions = "auto"` stops (always `Precise` for fixed repetitions).
+    pub stop: Stop,
     /// Metrics whose precision `repetitions = "auto"` watches (empty: the workload's
     /// named metrics, else `wall_s`).
     pub primary: Vec<String>,
@@ -639,13 +670,16 @@ fn build<W>(
         workload_host.as_ref(),
     )?;
     check_primary(loc, &e, &workload)?;
+    let repetitions = repetitions(loc, &e, order)?;
+    let stop = stop(loc, &e, &repetitions, &matrix)?;
     let opt_t = |s: &Option<SStr>| s.as_ref().map(|s| c.command(s, true)).transpose();
     Ok(Experiment {
         name,
         description: e.description.clone(),
         path: loc.path.to_path_buf(),
         text: loc.text.to_string(),
-        repetitions: repetitions(loc, &e, order)?,
+        repetitions,
+        stop,
         primary: e
             .primary
             .iter()

@@ -194,21 +194,7 @@ pub(super) fn repetitions(
             }
             let target = match &e.target_precision {
                 None => 0.02,
-                Some(t) => {
-                    let v = match t.get_ref() {
-                        toml::Value::Float(f) => Some(*f),
-                        toml::Value::String(s) => s
-                            .trim()
-                            .strip_suffix('%')
-                            .and_then(|p| p.trim().parse::<f64>().ok())
-                            .map(|p| p / 100.0),
-                        _ => None,
-                    };
-                    match v {
-                        Some(v) if v > 0.0 && v < 1.0 => v,
-                        _ => return Err(loc.at(t.span().start, "target_precision must be a fraction like 0.02 or a percentage like \"2%\" (between 0 and 100 %)")),
-                    }
-                }
+                Some(t) => fraction(loc, t, "target_precision")?,
             };
             Ok(Repetitions::Auto { min, max, target })
         }
@@ -220,6 +206,78 @@ pub(super) fn repetitions(
             ),
         )),
     }
+}
+
+/// A fraction written as 0.02 or `"2%"`, strictly between 0 and 1.
+fn fraction(loc: &Locator, t: &Spanned<toml::Value>, key: &str) -> Result<f64, FileError> {
+    let v = match t.get_ref() {
+        toml::Value::Float(f) => Some(*f),
+        toml::Value::String(s) => s
+            .trim()
+            .strip_suffix('%')
+            .and_then(|p| p.trim().parse::<f64>().ok())
+            .map(|p| p / 100.0),
+        _ => None,
+    };
+    match v {
+        Some(v) if v > 0.0 && v < 1.0 => Ok(v),
+        _ => Err(loc.at(
+            t.span().start,
+            format!("{key} must be a fraction like 0.02 or a percentage like \"2%\" (between 0 and 100 %)"),
+        )),
+    }
+}
+
+/// `stop` and `equivalence`: when `repetitions = "auto"` stops. `"decided"` compares
+/// configs, so it needs two or more.
+pub(super) fn stop(
+    loc: &Locator,
+    e: &RawExperiment,
+    repetitions: &Repetitions,
+    matrix: &[Param],
+) -> Result<Stop, FileError> {
+    let auto = matches!(repetitions, Repetitions::Auto { .. });
+    let decided = match &e.stop {
+        None => false,
+        Some(s) if !auto => {
+            return Err(loc.at(
+                s.span().start,
+                "stop only applies with repetitions = \"auto\"",
+            ))
+        }
+        Some(s) => match s.get_ref().as_str() {
+            "precise" => false,
+            "decided" => true,
+            other => {
+                return Err(loc.at(
+                    s.span().start,
+                    format!("stop must be \"precise\" or \"decided\", found {other:?}"),
+                ))
+            }
+        },
+    };
+    if let (Some(m), false) = (&e.equivalence, decided) {
+        return Err(loc.at(
+            m.span().start,
+            "equivalence only applies with stop = \"decided\"",
+        ));
+    }
+    if !decided {
+        return Ok(Stop::Precise);
+    }
+    let configs: usize = matrix.iter().map(|p| p.values.len()).product();
+    if configs < 2 {
+        let at = e.stop.as_ref().map(|s| s.span().start).unwrap_or(0);
+        return Err(loc.at(
+            at,
+            "stop = \"decided\" stops when the configs' comparison is decided: the matrix needs two configs or more",
+        ));
+    }
+    let equivalence = match &e.equivalence {
+        None => Stop::DEFAULT_EQUIVALENCE,
+        Some(m) => fraction(loc, m, "equivalence")?,
+    };
+    Ok(Stop::Decided { equivalence })
 }
 
 pub(super) fn matrix(loc: &Locator, raw: RawMatrix) -> Result<Vec<Param>, FileError> {

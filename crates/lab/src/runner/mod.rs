@@ -31,7 +31,11 @@ use crate::plan::{self, Config, PlannedTrial};
 use crate::service::free_port;
 use crate::site::{Site, Sites};
 
+mod auto;
 mod lanes;
+
+pub use auto::{decisions, Compared, Interval};
+pub use perflab_stats::Decision;
 mod placed;
 mod trial;
 
@@ -469,89 +473,6 @@ impl Runner<'_> {
         }
     }
 
-    /// `repetitions = "auto"`: adds interleaved rounds until every primary metric of
-    /// every config is precise enough, or the maximum is reached. Says which.
-    fn adaptive(&mut self, seed: u64) -> bool {
-        let crate::experiment::Repetitions::Auto { max, target, .. } = self.exp.repetitions else {
-            return false;
-        };
-        loop {
-            let (reps, worst) = self.precision();
-            match worst {
-                None => {
-                    self.obs.warn(&format!(
-                        "repetitions = \"auto\": no primary metric was measured; stopping after {reps} repetitions"
-                    ));
-                    return false;
-                }
-                Some((_, _, p)) if p <= target => {
-                    self.obs.warn(&format!(
-                        "precision target met: every primary metric's 95% CI is within ±{:.1}% of its mean after {reps} repetitions",
-                        target * 100.0
-                    ));
-                    return false;
-                }
-                Some((label, metric, p)) => {
-                    if reps >= max {
-                        self.obs.warn(&format!(
-                            "max_repetitions ({max}) reached before the precision target: {metric} of {label} is at ±{:.1}% (target ±{:.1}%)",
-                            p * 100.0,
-                            target * 100.0
-                        ));
-                        return false;
-                    }
-                    let after = self
-                        .store
-                        .trials(self.run_id)
-                        .map(|t| t.iter().map(|t| t.ordinal).max().unwrap_or(0))
-                        .unwrap_or(0);
-                    let round = plan::round(self.exp, self.configs.len(), seed, reps + 1, after);
-                    self.obs.started(self.run_id, round.len());
-                    if self.run_trials(&round) {
-                        return true;
-                    }
-                }
-            }
-        }
-    }
-
-    /// (repetitions done by every config, the least precise primary metric as
-    /// (config, metric, CI half-width / |mean|)), from the store.
-    fn precision(&self) -> (u32, Option<(String, String, f64)>) {
-        let Ok(summary) = crate::precision::summarize_run(self.store, self.run_id, 0.95) else {
-            return (0, None);
-        };
-        let named: Vec<String> = self.exp.workload.metric_names();
-        let primary: Vec<String> = if !self.exp.primary.is_empty() {
-            self.exp.primary.clone()
-        } else if !named.is_empty() {
-            named
-        } else {
-            vec!["wall_s".into()]
-        };
-        let mut reps = u32::MAX;
-        let mut worst: Option<(String, String, f64)> = None;
-        for c in &summary.configs {
-            let n = c.metrics.iter().map(|m| m.stats.n).max().unwrap_or(0) as u32;
-            reps = reps.min(n);
-            for m in c.metrics.iter().filter(|m| primary.contains(&m.name)) {
-                let p = if m.stats.mean == 0.0 && m.stats.ci_half_width() == 0.0 {
-                    0.0
-                } else {
-                    m.stats.ci_half_width() / m.stats.mean.abs()
-                };
-                let p = if p.is_finite() { p } else { f64::INFINITY };
-                if worst.as_ref().is_none_or(|w| p > w.2) {
-                    worst = Some((perflab_store::params_label(&c.params), m.name.clone(), p));
-                }
-            }
-        }
-        if summary.configs.is_empty() {
-            reps = 0;
-        }
-        (reps, worst)
-    }
-
     /// Runs trials in order — or, on several hosts, each host's in order and the hosts
     /// in parallel ([`lanes`]); true when interrupted.
     fn run_trials(&mut self, todo: &[PlannedTrial]) -> bool {
@@ -569,8 +490,13 @@ impl Runner<'_> {
             let started = SystemTime::now();
             let clock = Instant::now();
             let mut done = self.trial(t);
-            // Stop the service when the next trial belongs to another config.
-            let next_same = todo.get(i + 1).is_some_and(|n| n.config == t.config);
+            // Stop the service when the next trial belongs to another config — or, in
+            // interleaved rounds of several configs, always: a shuffle that puts one
+            // config last in a round and first in the next must not hand that trial a
+            // warm service the others never get (each trial starts its own, as when
+            // rounds ran A B A B).
+            let fresh_each = self.exp.order == Order::Interleaved && self.configs.len() > 1;
+            let next_same = !fresh_each && todo.get(i + 1).is_some_and(|n| n.config == t.config);
             if !next_same || done.status == TrialStatus::Interrupted || self.is_interrupted() {
                 self.stop_service(&mut done.m);
             }

@@ -135,6 +135,7 @@ pub fn draft(
             target: AUTO_TARGET,
         },
     });
+    d.stop = spec.stop;
     d.warmup = Some(spec.warmup);
     d.order = Some(Order::Interleaved);
     d.cpus = spec.cpus.clone();
@@ -152,16 +153,37 @@ pub fn draft(
             escape_braces(cmd, &names)
         }
         None => {
-            let values = spec
+            let values: Vec<String> = spec
                 .benches
                 .iter()
-                .map(|b| runnable(&b.command, &spec.shell).into())
+                .map(|b| runnable(&b.command, &spec.shell))
                 .collect();
-            d = d.param("command", values);
-            "{command}".to_string()
+            match same_command(&values) {
+                // An A/A bench (`bench 'sleep 0.1' 'sleep 0.1'`): a matrix cannot list
+                // one value twice, so the copies are numbered and run the one command.
+                Some(cmd) => {
+                    let copies = (1..=values.len() as i64).map(Into::into).collect();
+                    d = d.param("copy", copies);
+                    escape_braces(cmd, &[])
+                }
+                None => {
+                    d = d.param("command", values.into_iter().map(Into::into).collect());
+                    "{command}".to_string()
+                }
+            }
         }
     };
     Ok(d.option("command", command))
+}
+
+/// The command every bench runs, when there are several and they are all the same.
+fn same_command(commands: &[String]) -> Option<&str> {
+    match commands {
+        [first, rest @ ..] if !rest.is_empty() && rest.iter().all(|c| c == first) => {
+            Some(first.as_str())
+        }
+        _ => None,
+    }
 }
 
 /// The precision `--min-runs`/`--max-runs` add runs until (the lab's default).

@@ -18,6 +18,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use perflab_lab::experiment::Stop;
 use perflab_lab::observe::Observer;
 use perflab_lab::runner::{self, RunOptions};
 use perflab_store::Store;
@@ -43,6 +44,7 @@ const METRICS: [&str; 4] = ["wall_s", "user_s", "sys_s", "max_process_rss_bytes"
 /// Examples:
 ///   perflab bench 'sleep 0.1' 'sleep 0.12'
 ///   perflab bench -r 20 -w 3 'gzip -1 -c big.txt' 'gzip -9 -c big.txt'
+///   perflab bench --until-decided 'sleep 0.1' 'sleep 0.1'
 ///   perflab bench -L level 1,6,9 'gzip -{level} -c big.txt' --export-json out.json
 ///   perflab bench -P threads 1 8 'make -j {threads}' --prepare 'make clean'
 ///   perflab bench --shell sh 'cat f | wc -l' 'wc -l < f'
@@ -69,6 +71,18 @@ pub struct BenchArgs {
     /// At most NUM runs of each command (with --min-runs; default 100).
     #[arg(short = 'M', long, value_name = "NUM")]
     max_runs: Option<u32>,
+
+    /// Add rounds until each command's wall-time comparison with the first is decided
+    /// — the paired ratio CI excludes 1, or lies within --equivalence — with the
+    /// repeated looks corrected (O'Brien–Fleming-type alpha spending); at least
+    /// --min-runs (default 5), at most --max-runs (default 30).
+    #[arg(long, conflicts_with = "runs")]
+    until_decided: bool,
+
+    /// With --until-decided: the margin within which two commands count as equivalent
+    /// (a percentage like `2%`, or a fraction like 0.02; default 2%).
+    #[arg(long, value_name = "PCT", requires = "until_decided", value_parser = parse_margin)]
+    equivalence: Option<f64>,
 
     /// NUM unrecorded warm-up runs of each command first.
     #[arg(short = 'w', long, value_name = "NUM", default_value_t = 0)]
@@ -184,9 +198,41 @@ fn params(a: &BenchArgs) -> Result<Vec<Param>, InvalidInput> {
     Ok(out)
 }
 
+/// `2%`, `2 %` or `0.02`: a fraction strictly between 0 and 1.
+fn parse_margin(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|p| p / 100.0),
+        None => t.parse::<f64>(),
+    };
+    match v {
+        Ok(v) if v > 0.0 && v < 1.0 => Ok(v),
+        _ => Err(format!(
+            "expected a percentage like 2% or a fraction like 0.02 (between 0 and 100 %), found {s:?}"
+        )),
+    }
+}
+
+/// `--until-decided`: stop when decided, within `--equivalence`.
+fn stop(a: &BenchArgs) -> Option<Stop> {
+    a.until_decided.then(|| Stop::Decided {
+        equivalence: a.equivalence.unwrap_or(Stop::DEFAULT_EQUIVALENCE),
+    })
+}
+
 fn runs(a: &BenchArgs) -> Result<Runs, InvalidInput> {
     let bad =
         |flag: &str, n: u32| InvalidInput(format!("{flag} must be from 1 to 100000, found {n}"));
+    if a.until_decided {
+        let min = a.min_runs.unwrap_or(5);
+        let max = a.max_runs.unwrap_or(min.max(30));
+        if min < 2 || max < min || max > 100_000 {
+            return Err(InvalidInput(format!(
+                "need 2 <= --min-runs <= --max-runs <= 100000, found {min} and {max}"
+            )));
+        }
+        return Ok(Runs::Auto { min, max });
+    }
     match (a.runs, a.min_runs, a.max_runs) {
         (Some(n), _, _) if !(1..=100_000).contains(&n) => Err(bad("--runs", n)),
         (Some(n), _, _) => Ok(Runs::Fixed(n)),
@@ -213,6 +259,11 @@ fn spec(a: &BenchArgs) -> Result<(Spec, String, Option<String>), InvalidInput> {
         a.reference.as_deref(),
         &params,
     )?;
+    if a.until_decided && benches.len() < 2 {
+        return Err(InvalidInput(
+            "--until-decided stops when the comparison with the first command is decided: give two commands or more".into(),
+        ));
+    }
     let spec = Spec {
         benches,
         params,
@@ -224,6 +275,7 @@ fn spec(a: &BenchArgs) -> Result<(Spec, String, Option<String>), InvalidInput> {
         cleanup: a.cleanup.clone(),
         ignore_failure: a.ignore_failure,
         cpus: a.cpus.clone(),
+        stop: stop(a),
     };
     let mut name = format!("bench: {}", a.commands.join(" vs "));
     if name.chars().count() > 80 {
@@ -258,11 +310,15 @@ pub fn run(g: &Global, a: &BenchArgs) -> anyhow::Result<ExitCode> {
     let summaries = stats::summaries(&store, outcome.run_id, a.confidence)?;
     let results = export::load(&store, outcome.run_id, &spec.benches, summaries)?;
     let metrics: Vec<String> = METRICS.map(String::from).to_vec();
-    let comparisons = stats::versus_baseline(&store, outcome.run_id, 0, &metrics, a.confidence)?
-        .into_iter()
-        .map(|(ordinal, rows)| (ordinal as usize, rows))
-        .filter(|(i, _)| *i < results.len())
-        .collect();
+    let mut comparisons: Vec<(usize, Vec<stats::Versus>)> =
+        stats::versus_baseline(&store, outcome.run_id, 0, &metrics, a.confidence)?
+            .into_iter()
+            .map(|(ordinal, rows)| (ordinal as usize, rows))
+            .filter(|(i, _)| *i < results.len())
+            .collect();
+    if let Some((_, decided)) = runner::decisions(&store, outcome.run_id, &exp)? {
+        settle(&mut comparisons, &decided);
+    }
     let o = export::Outcome {
         run: outcome.run_id,
         confidence: a.confidence,
@@ -285,6 +341,34 @@ pub fn run(g: &Global, a: &BenchArgs) -> anyhow::Result<ExitCode> {
         output::print(&o);
     }
     Ok(ExitCode::from(exit::for_outcome(&outcome, "runs", "run")))
+}
+
+/// `--until-decided`: a comparison the sequential design did not decide is not
+/// `faster`/`slower`, whatever a fixed-sample test of the same trials says — the run
+/// stopped because it was `equivalent`, or at its maximum, `undecided`.
+fn settle(comparisons: &mut [(usize, Vec<stats::Versus>)], decided: &[runner::Compared]) {
+    use runner::Decision;
+    for (cand, rows) in comparisons.iter_mut() {
+        for row in rows.iter_mut() {
+            let Some(d) = decided
+                .iter()
+                .find(|d| d.candidate == *cand && d.metric == row.metric)
+            else {
+                continue;
+            };
+            let word = match d.decision {
+                Decision::Differs => continue,
+                Decision::Equivalent => "equivalent",
+                Decision::Continue | Decision::Undecided => "undecided",
+            };
+            if row.verdict == "faster" || row.verdict == "slower" {
+                row.verdict = word.to_string();
+                if let Some(v) = row.json.get_mut("verdict") {
+                    *v = word.into();
+                }
+            }
+        }
+    }
 }
 
 fn write_exports(a: &BenchArgs, o: &export::Outcome) -> anyhow::Result<()> {

@@ -83,6 +83,8 @@ pub struct Spec {
     pub ignore_failure: bool,
     /// `--cpus`: the CPUs every run is pinned to.
     pub cpus: Option<String>,
+    /// `--until-decided`: auto runs stop when the comparison is decided.
+    pub stop: Option<perflab_lab::experiment::Stop>,
 }
 
 /// Repetitions per command.
