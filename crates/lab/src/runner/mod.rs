@@ -31,6 +31,7 @@ use crate::plan::{self, Config, PlannedTrial};
 use crate::service::free_port;
 use crate::site::{Site, Sites};
 
+mod heartbeat;
 mod lanes;
 mod placed;
 mod trial;
@@ -136,6 +137,8 @@ pub fn run_on(
             create(exp, store, opts, noise)?
         }
     };
+    // Stamps the run alive until this function returns, however it returns.
+    let _heartbeat = heartbeat::start(store, run_id);
     if exp.order == Order::Sequential {
         ctx.observer.warn("order = \"sequential\": all trials of one config run back to back, so machine drift (thermal, background load) can look like a difference between configs; prefer \"interleaved\" or \"random\"");
     }
@@ -228,6 +231,8 @@ fn reopen(store: &Store, id: RunId, retry_failed: bool) -> Result<Opened, RunErr
             theirs.hostname, host.hostname
         )));
     }
+    // Refused while another live process runs it; taken over (ours now) otherwise.
+    store.claim_run(id)?;
     let seed = row.seed.unwrap_or(0);
     let stored = store.configs(id)?;
     let mut done = HashSet::new();
@@ -237,7 +242,6 @@ fn reopen(store: &Store, id: RunId, retry_failed: bool) -> Result<Opened, RunErr
             done.insert((c.ordinal, t.repetition));
         }
     }
-    store.finish_run(id, RunStatus::Running)?;
     Ok((id, seed, done))
 }
 
@@ -279,6 +283,7 @@ fn create(
             file_text: Some(exp.text.clone()),
             seed: Some(seed),
             environment,
+            started_at: None,
         },
         host_id,
     )?;
