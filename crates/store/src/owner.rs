@@ -85,18 +85,24 @@ impl Owner {
     }
 }
 
-/// The start time (clock ticks since boot) of process `pid`, if it exists.
+/// The start time (clock ticks since boot) of process `pid`, if it runs (a zombie,
+/// dead but not yet reaped, does not).
 pub fn start_ticks(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     parse_start_ticks(&stat)
 }
 
-/// Field 22 of a `/proc/PID/stat` line. The command name (field 2) is in parentheses
-/// and may hold spaces and parentheses itself, so fields are counted after the last `)`.
+/// Field 22 of a `/proc/PID/stat` line, `None` for a zombie (field 3 `Z` or `X`). The
+/// command name (field 2) is in parentheses and may hold spaces and parentheses itself,
+/// so fields are counted after the last `)`.
 fn parse_start_ticks(stat: &str) -> Option<u64> {
     let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
     // After the name: field 3 (state) is the first; field 22 is the 20th.
-    rest.split_whitespace().nth(19)?.parse().ok()
+    if matches!(fields.next()?, "Z" | "X") {
+        return None;
+    }
+    fields.nth(18)?.parse().ok()
 }
 
 /// Whether the process `pid` started at `start_ticks` still runs here: a pid that
@@ -148,6 +154,8 @@ mod tests {
             "4242 (a) b) (c) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 987654 1000 10";
         assert_eq!(parse_start_ticks(stat), Some(987654));
         assert_eq!(parse_start_ticks("garbage"), None);
+        let zombie = stat.replace(") S ", ") Z ");
+        assert_eq!(parse_start_ticks(&zombie), None, "a zombie runs no more");
     }
 
     #[test]
