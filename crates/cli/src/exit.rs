@@ -41,7 +41,12 @@ pub fn code_for(e: &anyhow::Error) -> ExitCode {
             )
             || matches!(
                 c.downcast_ref::<perflab_lab::runner::RunError>(),
-                Some(perflab_lab::runner::RunError::Refused(_))
+                Some(
+                    perflab_lab::runner::RunError::Refused(_)
+                        | perflab_lab::runner::RunError::Store(
+                            perflab_store::StoreError::Busy { .. }
+                        )
+                )
             )
     });
     ExitCode::from(if usage { USAGE } else { ERROR })

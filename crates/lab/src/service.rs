@@ -237,6 +237,11 @@ impl RunningService {
         self.child.id() as i32
     }
 
+    /// Its watchdog's pid (another child of this process, to be left alone).
+    pub fn watchdog_pid(&self) -> Option<u32> {
+        self.watchdog.as_ref().map(Watchdog::pid)
+    }
+
     /// The log so far.
     pub fn log(&self) -> String {
         let mut s = String::new();

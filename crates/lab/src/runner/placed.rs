@@ -53,6 +53,17 @@ impl Service {
             Service::Remote { .. } => None,
         }
     }
+
+    /// This process's children that belong to the service — it and its watchdog: a
+    /// workload's or hook's process tree (perflab's other children) must leave them be.
+    pub(super) fn own_children(&self) -> Vec<i32> {
+        match self {
+            Service::Local(s) => std::iter::once(s.pid())
+                .chain(s.watchdog_pid().map(|p| p as i32))
+                .collect(),
+            Service::Remote { .. } => Vec::new(),
+        }
+    }
 }
 
 /// A trial's monitor.
