@@ -50,6 +50,19 @@ fn service_pids(lab: &Lab, run: i64) -> Vec<u32> {
         .collect()
 }
 
+/// Service processes the test saw, killed by pid when the test ends (a failed
+/// assertion included) if they are still there.
+struct Reap(Vec<u32>);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        for &p in self.0.iter().filter(|&&p| !gone(p)) {
+            // SAFETY: a pid this test's service wrote down, checked alive just now.
+            unsafe { libc::kill(p as i32, libc::SIGKILL) };
+        }
+    }
+}
+
 fn status_of(lab: &Lab, run: i64) -> serde_json::Value {
     let runs = lab.json(&["runs", "--json"]);
     runs.as_array()
@@ -83,6 +96,7 @@ fn a_sigkilled_run_reads_abandoned_leaves_no_service_and_resume_finishes_it() {
         panic!("the run never recorded a trial with its service up");
     }
     let pids = service_pids(&lab, 1);
+    let _reap = Reap(pids.clone());
     assert!(pids.iter().all(|&p| !gone(p)), "the service runs: {pids:?}");
     child.kill().unwrap(); // SIGKILL: perflab gets no word in.
     child.wait().unwrap(); // as a shell would reap it
@@ -109,6 +123,7 @@ fn a_sigkilled_run_reads_abandoned_leaves_no_service_and_resume_finishes_it() {
     assert_eq!((row.status.as_str(), row.trials_ok), ("complete", 4));
     // The resumed run's own service was stopped as usual.
     let again = service_pids(&lab, 1);
+    let _reap_again = Reap(again.clone());
     assert!(
         wait_until(Duration::from_secs(10), || again.iter().all(|&p| gone(p))),
         "{again:?}"
