@@ -282,6 +282,27 @@ impl RunningService {
     }
 }
 
+/// Stops what abandoned runs left running on this host (their services, written down
+/// in the store while they ran: perflab_store's `leftovers`), the whole process group
+/// of each — only a process whose pid *and* start time still match — and forgets them.
+/// Returns the ones that were still running.
+pub fn reap_leftovers(store: &perflab_store::Store) -> Vec<perflab_store::RunProcess> {
+    let mut reaped = Vec::new();
+    for p in store.leftovers().unwrap_or_default() {
+        if perflab_store::owner::process_alive(p.pid, p.start_ticks) {
+            // SAFETY: the pid is the recorded service's (checked by its start time),
+            // the leader of its own process group (setsid in `start`).
+            unsafe {
+                libc::kill(-(p.pid as i32), libc::SIGKILL);
+                libc::kill(p.pid as i32, libc::SIGKILL);
+            }
+            reaped.push(p.clone());
+        }
+        let _ = store.remove_run_process(p.run, p.pid);
+    }
+    reaped
+}
+
 fn tcp_ready(addr: &str) -> bool {
     let Ok(mut addrs) = addr.to_socket_addrs() else {
         return false;
@@ -352,6 +373,44 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         }
         false
+    }
+
+    #[test]
+    fn the_leftovers_of_a_run_that_no_longer_runs_are_reaped_and_a_running_ones_are_not() {
+        let store = perflab_store::Store::in_memory().unwrap();
+        let host = store
+            .upsert_host(&perflab_store::HostInfo::default())
+            .unwrap();
+        let run = |s: &perflab_store::Store| {
+            s.create_run(&perflab_store::NewRun::default(), host)
+                .unwrap()
+        };
+        let (gone_run, live_run) = (run(&store), run(&store));
+        let (mut left, mut kept) = (group(), group());
+        store
+            .add_run_process(gone_run, left.id(), "service")
+            .unwrap();
+        store
+            .add_run_process(live_run, kept.id(), "service")
+            .unwrap();
+        // Its perflab died (here: it ended without stopping its service).
+        store
+            .finish_run(gone_run, perflab_store::RunStatus::Interrupted)
+            .unwrap();
+        let reaped = reap_leftovers(&store);
+        assert_eq!(reaped.len(), 1, "{reaped:?}");
+        assert_eq!((reaped[0].run, reaped[0].pid), (gone_run, left.id()));
+        assert!(gone(&mut left), "the leftover runs on");
+        assert_eq!(
+            kept.try_wait().unwrap(),
+            None,
+            "a running run's service was hit"
+        );
+        assert!(store.leftovers().unwrap().is_empty());
+        assert!(reap_leftovers(&store).is_empty(), "forgotten once reaped");
+        // SAFETY: the test's own process group.
+        unsafe { libc::kill(-(kept.id() as i32), libc::SIGKILL) };
+        kept.wait().unwrap();
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! one-config, one-trial runs recorded by the same runner and through the same API as
 //! experiments ([`Store::create_run`] + [`Store::record_trial`] + [`Store::finish_run`]).
 
+mod leftovers;
 mod model;
 pub mod owner;
 mod read;
@@ -17,6 +18,7 @@ mod transfer;
 pub mod vocab;
 mod write;
 
+pub use leftovers::RunProcess;
 pub use model::*;
 pub use time::{now_rfc3339, rfc3339};
 pub use transfer::*;

@@ -95,13 +95,22 @@ const MIGRATIONS: &[&str] = &[
     // 2: who runs a run (crate::owner): its process (pid + start time, so a reused pid
     // is told apart), where that pid means it (machine/boot/pid namespace), the host
     // name for people, and the heartbeat it writes while it works. Runs stored before
-    // have none: `running` ones among them read as abandoned.
+    // have none: `running` ones among them read as abandoned. run_processes: what a run
+    // started that must not outlive it (its services), for crate::leftovers.
     r#"
     ALTER TABLE runs ADD COLUMN owner_pid INTEGER;
     ALTER TABLE runs ADD COLUMN owner_start INTEGER;
     ALTER TABLE runs ADD COLUMN owner_host TEXT;
     ALTER TABLE runs ADD COLUMN owner_scope TEXT;
     ALTER TABLE runs ADD COLUMN heartbeat_at TEXT;
+    CREATE TABLE run_processes (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        pid INTEGER NOT NULL,
+        start_ticks INTEGER NOT NULL,
+        scope TEXT NOT NULL,
+        what TEXT NOT NULL,
+        PRIMARY KEY (run_id, pid)
+    );
     "#,
 ];
 

@@ -130,6 +130,13 @@ pub fn run_on(
     refuse_unplaceable(exp, ctx.sites.is_some())?;
     let _ = perflab_workloads::tree::become_subreaper();
     let configs = plan::configs(exp);
+    // Before a resume claims its run: what it left behind when abandoned goes too.
+    for p in crate::service::reap_leftovers(store) {
+        ctx.observer.warn(&format!(
+            "stopped a {} (pid {}) that abandoned run {} left running",
+            p.what, p.pid, p.run
+        ));
+    }
     let (run_id, seed, done) = match opts.resume {
         Some(id) => reopen(store, id, opts.retry_failed)?,
         None => {

@@ -174,6 +174,12 @@ impl Runner<'_> {
     ) -> Result<(), String> {
         let Some(host) = &spec.host else {
             let s = RunningService::start(spec, vars, &self.run_dir, t.config, t.ordinal)?;
+            // Written down until stopped, for the reaper if this run is abandoned
+            // (crate::service::reap_leftovers); not being able to write it is no reason
+            // not to measure.
+            let _ = self
+                .store
+                .add_run_process(self.run_id, s.pid() as u32, "service");
             self.service = Some(Service::Local(s));
             return Ok(());
         };
@@ -220,6 +226,7 @@ impl Runner<'_> {
                 if let Some(spec) = &self.exp.service {
                     s.stop(spec);
                 }
+                let _ = self.store.remove_run_process(self.run_id, s.pid() as u32);
                 m.artifacts.push(log_artifact(&s.log()));
             }
             Some(Service::Remote { host, .. }) => {
