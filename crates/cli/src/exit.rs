@@ -9,7 +9,6 @@ use std::process::ExitCode;
 pub const OK: u8 = 0;
 pub const ERROR: u8 = 1;
 pub const USAGE: u8 = 2;
-#[allow(dead_code)]
 pub const GATE_FAILED: u8 = 3;
 pub const FAILURES: u8 = 4;
 #[allow(dead_code)]
@@ -35,11 +34,19 @@ pub fn code_for(e: &anyhow::Error) -> ExitCode {
             || c.is::<perflab_lab::FileError>()
             || matches!(
                 c.downcast_ref::<perflab_store::StoreError>(),
-                Some(perflab_store::StoreError::NoSuchRun(_))
+                Some(
+                    perflab_store::StoreError::NoSuchRun(_)
+                        | perflab_store::StoreError::Busy { .. }
+                )
             )
             || matches!(
                 c.downcast_ref::<perflab_lab::runner::RunError>(),
-                Some(perflab_lab::runner::RunError::Refused(_))
+                Some(
+                    perflab_lab::runner::RunError::Refused(_)
+                        | perflab_lab::runner::RunError::Store(
+                            perflab_store::StoreError::Busy { .. }
+                        )
+                )
             )
     });
     ExitCode::from(if usage { USAGE } else { ERROR })
@@ -103,6 +110,7 @@ pub fn for_outcome(o: &perflab_lab::runner::RunOutcome, noun: &str, command: &st
             );
             INTERRUPTED
         }
+        RunStatus::GateFailed => GATE_FAILED,
         RunStatus::CompleteWithFailures | RunStatus::Failed => FAILURES,
         _ => OK,
     }

@@ -8,6 +8,10 @@
 //! `profile` — is a one-trial run through the runner ([`crate::single`]); when the
 //! distributed load becomes a trial too (as `[workload] agents` already is in an
 //! experiment), this module goes.
+//!
+//! The run's times are its own: it is recorded after it ran, so it started
+//! `duration_s` before now (not when it was written down), and its state says how it
+//! ended — `interrupted`, `gate_failed` (a threshold failed), or complete.
 
 use perflab_store::{NewRun, Params, Result, RunId, RunStatus, Store, TrialRecord, TrialStatus};
 use perflab_workloads::Measurement;
@@ -26,34 +30,48 @@ pub struct OneShot<'a> {
     pub duration_s: f64,
     /// `None` when it succeeded; the problem otherwise (the measurement is kept).
     pub error: Option<String>,
+    /// Stopped by Ctrl-C before its planned end (what ran is kept).
+    pub interrupted: bool,
+}
+
+/// Whether a measurement judged thresholds and one failed (its `thresholds_failed`
+/// metric, perflab_workloads::http::add_thresholds).
+pub fn gate_failed(m: &Measurement) -> bool {
+    m.metrics
+        .iter()
+        .any(|x| x.name == "thresholds_failed" && x.value > 0.0)
 }
 
 /// Stores a single-shot measurement as a one-trial run and returns its id.
 pub fn one_shot(store: &Store, shot: OneShot) -> Result<RunId> {
     let host = store.upsert_host(&crate::env::host())?;
+    let started_at = perflab_store::rfc3339(
+        std::time::SystemTime::now() - std::time::Duration::from_secs_f64(shot.duration_s.max(0.0)),
+    );
     let run = store.create_run(
         &NewRun {
             name: shot.name,
             kind: shot.kind.to_string(),
             environment: shot.environment,
+            started_at: Some(started_at.clone()),
             ..Default::default()
         },
         host,
     )?;
     let config = store.ensure_config(run, 0, &shot.params)?;
     let failed = shot.error.is_some();
+    let gate = gate_failed(&shot.measurement);
     store.record_trial(
         run,
         &TrialRecord {
             config_id: config,
             repetition: 1,
             ordinal: 1,
-            started_at: perflab_store::rfc3339(
-                std::time::SystemTime::now()
-                    - std::time::Duration::from_secs_f64(shot.duration_s.max(0.0)),
-            ),
+            started_at,
             duration_s: shot.duration_s,
-            status: if failed {
+            status: if shot.interrupted {
+                TrialStatus::Interrupted
+            } else if failed {
                 TrialStatus::Failed
             } else {
                 TrialStatus::Ok
@@ -68,7 +86,11 @@ pub fn one_shot(store: &Store, shot: OneShot) -> Result<RunId> {
     )?;
     store.finish_run(
         run,
-        if failed {
+        if shot.interrupted {
+            RunStatus::Interrupted
+        } else if gate {
+            RunStatus::GateFailed
+        } else if failed {
             RunStatus::CompleteWithFailures
         } else {
             RunStatus::Complete

@@ -1,5 +1,13 @@
 //! The service under test: render its files, start it in its own process group with
 //! its output in a log file, wait until it is ready, watch it, stop it gracefully.
+//!
+//! The service dies with its trial even when perflab does not get to stop it (SIGKILL,
+//! a crash): each service has a [`Watchdog`], a tiny `sh` in a session of its own that
+//! waits on a pipe only perflab holds the writing end of. perflab dying closes the pipe
+//! and the watchdog kills the service's whole process group. A parent-death signal
+//! would not do: it reaches only perflab's own child, not what a `sh -c` service starts
+//! under it; and cgroup v2 (which could hold a service that leaves its group) is not
+//! writable on every machine (cgroup v1 here), while a process group always is.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -20,6 +28,65 @@ pub struct RunningService {
     pub config: usize,
     pub log_path: PathBuf,
     exited: Option<ExitStatus>,
+    /// Kills the service's group if perflab dies first (`None`: no `sh` to run it).
+    watchdog: Option<Watchdog>,
+}
+
+/// A process that kills a process group when perflab dies: `sh` reading its stdin, a
+/// pipe whose writing end only this process holds (std's pipes are close-on-exec, so
+/// no other child inherits it). End of file — perflab gone, or this value dropped
+/// without [`Watchdog::dismiss`] — kills the group; a line dismisses it.
+pub struct Watchdog {
+    child: Child,
+}
+
+impl Watchdog {
+    /// Watches process group `pgid`.
+    pub fn start(pgid: i32) -> std::io::Result<Watchdog> {
+        let mut cmd = Command::new("sh");
+        cmd.args([
+            "-c",
+            "read -r line || kill -9 -\"$1\" 2>/dev/null",
+            "perflab-watchdog",
+        ])
+        .arg(pgid.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+        // SAFETY: setsid is async-signal-safe. Its own session: a terminal's Ctrl-C or
+        // hang-up aimed at perflab does not take the watchdog with it.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::setsid();
+                Ok(())
+            });
+        }
+        Ok(Watchdog {
+            child: cmd.spawn()?,
+        })
+    }
+
+    /// The watchdog's pid.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Stands the watchdog down (the group is left alone) and reaps it.
+    pub fn dismiss(mut self) {
+        if let Some(mut stdin) = self.child.stdin.take() {
+            let _ = stdin.write_all(b"stop\n");
+        }
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        // Dropped without dismiss (an early return, a panic): the pipe closes, the
+        // watchdog kills the group; reap it.
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
 }
 
 /// Splits a rendered command: words like a shell, or `sh -c` when `shell`.
@@ -83,11 +150,15 @@ impl RunningService {
             .spawn()
             .map_err(|e| format!("cannot start the service {:?}: {e}", words[0]))?;
         register_group(Slot::Service, child.id() as i32);
+        // Without a watchdog the service still runs and is stopped as always; only a
+        // SIGKILLed perflab would leave it behind.
+        let watchdog = Watchdog::start(child.id() as i32).ok();
         let mut svc = RunningService {
             child,
             config,
             log_path,
             exited: None,
+            watchdog,
         };
         if let Err(e) = svc.wait_ready(spec, vars) {
             svc.stop(spec);
@@ -166,6 +237,11 @@ impl RunningService {
         self.child.id() as i32
     }
 
+    /// Its watchdog's pid (another child of this process, to be left alone).
+    pub fn watchdog_pid(&self) -> Option<u32> {
+        self.watchdog.as_ref().map(Watchdog::pid)
+    }
+
     /// The log so far.
     pub fn log(&self) -> String {
         let mut s = String::new();
@@ -200,7 +276,31 @@ impl RunningService {
             unsafe { libc::kill(-pgid, libc::SIGKILL) };
         }
         register_group(Slot::Service, 0);
+        if let Some(w) = self.watchdog.take() {
+            w.dismiss();
+        }
     }
+}
+
+/// Stops what abandoned runs left running on this host (their services, written down
+/// in the store while they ran: perflab_store's `leftovers`), the whole process group
+/// of each — only a process whose pid *and* start time still match — and forgets them.
+/// Returns the ones that were still running.
+pub fn reap_leftovers(store: &perflab_store::Store) -> Vec<perflab_store::RunProcess> {
+    let mut reaped = Vec::new();
+    for p in store.leftovers().unwrap_or_default() {
+        if perflab_store::owner::process_alive(p.pid, p.start_ticks) {
+            // SAFETY: the pid is the recorded service's (checked by its start time),
+            // the leader of its own process group (setsid in `start`).
+            unsafe {
+                libc::kill(-(p.pid as i32), libc::SIGKILL);
+                libc::kill(p.pid as i32, libc::SIGKILL);
+            }
+            reaped.push(p.clone());
+        }
+        let _ = store.remove_run_process(p.run, p.pid);
+    }
+    reaped
 }
 
 fn tcp_ready(addr: &str) -> bool {
@@ -244,4 +344,94 @@ fn http_ready(url: &str) -> bool {
 pub fn free_port() -> std::io::Result<u16> {
     let l = std::net::TcpListener::bind("127.0.0.1:0")?;
     Ok(l.local_addr()?.port())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `sh` starting a `sleep` under it, in a group of its own (as a service is).
+    fn group() -> Child {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "sleep 30 & wait"]);
+        // SAFETY: setsid is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::setsid();
+                Ok(())
+            });
+        }
+        cmd.spawn().unwrap()
+    }
+
+    fn gone(child: &mut Child) -> bool {
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end {
+            if let Ok(Some(_)) = child.try_wait() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    }
+
+    #[test]
+    fn the_leftovers_of_a_run_that_no_longer_runs_are_reaped_and_a_running_ones_are_not() {
+        let store = perflab_store::Store::in_memory().unwrap();
+        let host = store
+            .upsert_host(&perflab_store::HostInfo::default())
+            .unwrap();
+        let run = |s: &perflab_store::Store| {
+            s.create_run(&perflab_store::NewRun::default(), host)
+                .unwrap()
+        };
+        let (gone_run, live_run) = (run(&store), run(&store));
+        let (mut left, mut kept) = (group(), group());
+        store
+            .add_run_process(gone_run, left.id(), "service")
+            .unwrap();
+        store
+            .add_run_process(live_run, kept.id(), "service")
+            .unwrap();
+        // Its perflab died (here: it ended without stopping its service).
+        store
+            .finish_run(gone_run, perflab_store::RunStatus::Interrupted)
+            .unwrap();
+        let reaped = reap_leftovers(&store);
+        assert_eq!(reaped.len(), 1, "{reaped:?}");
+        assert_eq!((reaped[0].run, reaped[0].pid), (gone_run, left.id()));
+        assert!(gone(&mut left), "the leftover runs on");
+        assert_eq!(
+            kept.try_wait().unwrap(),
+            None,
+            "a running run's service was hit"
+        );
+        assert!(store.leftovers().unwrap().is_empty());
+        assert!(reap_leftovers(&store).is_empty(), "forgotten once reaped");
+        // SAFETY: the test's own process group.
+        unsafe { libc::kill(-(kept.id() as i32), libc::SIGKILL) };
+        kept.wait().unwrap();
+    }
+
+    #[test]
+    fn a_watchdog_whose_pipe_closes_kills_the_group_and_a_dismissed_one_does_not() {
+        let mut svc = group();
+        let pgid = svc.id() as i32;
+        let w = Watchdog::start(pgid).unwrap();
+        // Dropped without a word: what perflab's death looks like to the watchdog.
+        drop(w);
+        assert!(gone(&mut svc), "the group was not killed");
+
+        let mut svc = group();
+        let pgid = svc.id() as i32;
+        Watchdog::start(pgid).unwrap().dismiss();
+        assert_eq!(
+            svc.try_wait().unwrap(),
+            None,
+            "a dismissed watchdog kills nothing"
+        );
+        // SAFETY: the test's own process group.
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        svc.wait().unwrap();
+    }
 }

@@ -6,6 +6,9 @@
 //! on another host through the same worker as `perflab run --on` (the trial's `host`
 //! parameter says where).
 //!
+//! A trial that judged thresholds (`perflab http --threshold`) and failed one makes the
+//! run `gate_failed`, as the command's exit status 3 says.
+//!
 //! The runner records; the command still prints its own report. So the trial's
 //! workload is wrapped ([`Capture`]) to keep what it returned — its [`Measurement`], the
 //! partial one of a failed trial — and [`run`] hands it back with the trial's status.
@@ -220,9 +223,14 @@ pub fn run(
         },
     );
     let _ = std::fs::remove_dir_all(&scratch);
-    let outcome = outcome?;
+    let mut outcome = outcome?;
     let (status, error) = recorded(store, outcome.run_id)?;
     let measurement = capture.kept.lock().ok().and_then(|mut k| k.take());
+    // The trial judged its thresholds; a failed one is the run's gate.
+    if measurement.as_ref().is_some_and(crate::record::gate_failed) {
+        store.mark_gate_failed(outcome.run_id)?;
+        outcome.status = store.run(outcome.run_id)?.status_enum();
+    }
     Ok(Shot {
         outcome,
         status,

@@ -8,7 +8,9 @@
 //! one-config, one-trial runs recorded by the same runner and through the same API as
 //! experiments ([`Store::create_run`] + [`Store::record_trial`] + [`Store::finish_run`]).
 
+mod leftovers;
 mod model;
+pub mod owner;
 mod read;
 mod schema;
 mod time;
@@ -16,6 +18,7 @@ mod transfer;
 pub mod vocab;
 mod write;
 
+pub use leftovers::RunProcess;
 pub use model::*;
 pub use time::{now_rfc3339, rfc3339};
 pub use transfer::*;
@@ -50,6 +53,13 @@ pub enum StoreError {
     Empty,
     #[error("run {id} was already imported into this store (same run uuid {uuid})")]
     AlreadyImported { id: i64, uuid: String },
+    /// A run that is still running cannot be taken over (resumed) by another process.
+    #[error("run {run} is running (pid {pid}{}) — wait for it to end, or stop it (kill {pid}) and resume it then", .host.as_deref().map(|h| format!(" on {h}")).unwrap_or_default())]
+    Busy {
+        run: i64,
+        pid: u32,
+        host: Option<String>,
+    },
     #[error("store query failed: {0}")]
     Sql(#[from] rusqlite::Error),
     #[error("stored JSON is malformed: {0}")]
@@ -223,5 +233,150 @@ mod tests {
         assert_eq!(s.trial_artifacts(t).unwrap()[0].2, b"hi".to_vec());
         assert_eq!(s.configs(run).unwrap()[0].params["level"], 6);
         assert!(matches!(s.run(99), Err(StoreError::NoSuchRun(99))));
+    }
+}
+
+#[cfg(test)]
+mod liveness_tests {
+    use super::owner::{start_ticks, Owner};
+    use super::*;
+
+    fn new_run(s: &Store) -> RunId {
+        let h = s
+            .upsert_host(&HostInfo {
+                hostname: "h".into(),
+                ..Default::default()
+            })
+            .unwrap();
+        s.create_run(
+            &NewRun {
+                name: "r".into(),
+                kind: "experiment".into(),
+                ..Default::default()
+            },
+            h,
+        )
+        .unwrap()
+    }
+
+    /// A process of this scope as a run's owner.
+    fn owner_of(child: &std::process::Child) -> Owner {
+        Owner {
+            pid: child.id(),
+            start_ticks: start_ticks(child.id()).unwrap(),
+            ..Owner::current()
+        }
+    }
+
+    fn set_owner(s: &Store, run: RunId, o: &Owner) {
+        s.conn
+            .execute(
+                "UPDATE runs SET owner_pid = ?2, owner_start = ?3, owner_scope = ?4 WHERE id = ?1",
+                rusqlite::params![run, o.pid, o.start_ticks as i64, o.scope],
+            )
+            .unwrap();
+    }
+
+    fn sleeper() -> std::process::Child {
+        std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_run_reads_running_while_its_owner_lives_and_abandoned_once_it_is_gone() {
+        let s = Store::in_memory().unwrap();
+        let run = new_run(&s);
+        assert_eq!(s.run(run).unwrap().status, "running", "owned by this test");
+        assert_eq!(s.run(run).unwrap().owner.unwrap().pid, std::process::id());
+        let mut child = sleeper();
+        set_owner(&s, run, &owner_of(&child));
+        assert_eq!(s.run(run).unwrap().status, "running");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(s.run(run).unwrap().status, "abandoned", "at once");
+        assert_eq!(s.runs().unwrap()[0].status, "abandoned");
+        // A finished run is what it is, whoever ran it.
+        s.finish_run(run, RunStatus::Interrupted).unwrap();
+        assert_eq!(s.run(run).unwrap().status, "interrupted");
+    }
+
+    #[test]
+    fn a_live_owner_keeps_its_run_and_a_dead_ones_claim_is_taken_over() {
+        let s = Store::in_memory().unwrap();
+        let run = new_run(&s);
+        let mut child = sleeper();
+        let other = owner_of(&child);
+        set_owner(&s, run, &other);
+        match s.claim_run(run) {
+            Err(StoreError::Busy { run: r, pid, .. }) => {
+                assert_eq!((r, pid), (run, other.pid))
+            }
+            e => panic!("a live owner's run was taken: {e:?}"),
+        }
+        let msg = s.claim_run(run).unwrap_err().to_string();
+        assert!(
+            msg.contains(&format!("run {run} is running (pid {}", other.pid)),
+            "{msg}"
+        );
+        child.kill().unwrap();
+        child.wait().unwrap();
+        s.claim_run(run).expect("a dead owner's claim is stale");
+        let row = s.run(run).unwrap();
+        assert_eq!(row.status, "running");
+        assert_eq!(row.owner.unwrap().pid, std::process::id());
+        assert!(s.heartbeat(run).unwrap(), "the new owner beats");
+        set_owner(&s, run, &other);
+        assert!(!s.heartbeat(run).unwrap(), "not once another owns it");
+    }
+
+    #[test]
+    fn of_two_claims_at_once_exactly_one_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("r.db");
+        let s = Store::open(&p).unwrap();
+        let run = new_run(&s);
+        s.finish_run(run, RunStatus::Interrupted).unwrap();
+        // Two live processes as the claimants (each claim as one of them).
+        let mut kids = [sleeper(), sleeper()];
+        let owners: Vec<Owner> = kids.iter().map(owner_of).collect();
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let handles: Vec<_> = owners
+            .into_iter()
+            .map(|o| {
+                let (p, b) = (p.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    let s = Store::open(&p).unwrap();
+                    b.wait();
+                    s.claim_as(run, &o)
+                })
+            })
+            .collect();
+        let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        for k in &mut kids {
+            k.kill().unwrap();
+            k.wait().unwrap();
+        }
+        assert_eq!(
+            results.iter().filter(|r| r.is_ok()).count(),
+            1,
+            "{results:?}"
+        );
+        assert!(results
+            .iter()
+            .any(|r| matches!(r, Err(StoreError::Busy { .. }))));
+    }
+
+    #[test]
+    fn a_gate_failure_marks_only_a_finished_run() {
+        let s = Store::in_memory().unwrap();
+        let run = new_run(&s);
+        s.mark_gate_failed(run).unwrap();
+        assert_eq!(s.run(run).unwrap().status, "running");
+        s.finish_run(run, RunStatus::Complete).unwrap();
+        s.mark_gate_failed(run).unwrap();
+        assert_eq!(s.run(run).unwrap().status, "gate_failed");
+        assert_eq!(RunStatus::parse("gate_failed"), Some(RunStatus::GateFailed));
     }
 }

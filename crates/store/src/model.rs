@@ -45,36 +45,47 @@ impl HostInfo {
     }
 }
 
-/// Lifecycle state of a run.
+/// Lifecycle state of a run; the words and what each means are in [`crate::vocab`]
+/// (`RUN_STATES`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     Running,
     Complete,
     CompleteWithFailures,
+    /// Every trial ran, and a gate the run was asked to pass (a threshold) failed.
+    GateFailed,
     Interrupted,
     Failed,
+    /// Stored `running`, but its owner is gone: derived when read (crate::owner),
+    /// never written by the runner.
+    Abandoned,
 }
 
 impl RunStatus {
     pub fn as_str(&self) -> &'static str {
         match self {
-            RunStatus::Running => "running",
-            RunStatus::Complete => "complete",
-            RunStatus::CompleteWithFailures => "complete_with_failures",
-            RunStatus::Interrupted => "interrupted",
-            RunStatus::Failed => "failed",
+            RunStatus::Running => crate::vocab::RUNNING,
+            RunStatus::Complete => crate::vocab::COMPLETE,
+            RunStatus::CompleteWithFailures => crate::vocab::COMPLETE_WITH_FAILURES,
+            RunStatus::GateFailed => crate::vocab::GATE_FAILED,
+            RunStatus::Interrupted => crate::vocab::INTERRUPTED,
+            RunStatus::Failed => crate::vocab::FAILED,
+            RunStatus::Abandoned => crate::vocab::ABANDONED,
         }
     }
     pub fn parse(s: &str) -> Option<RunStatus> {
-        Some(match s {
-            "running" => RunStatus::Running,
-            "complete" => RunStatus::Complete,
-            "complete_with_failures" => RunStatus::CompleteWithFailures,
-            "interrupted" => RunStatus::Interrupted,
-            "failed" => RunStatus::Failed,
-            _ => return None,
-        })
+        [
+            RunStatus::Running,
+            RunStatus::Complete,
+            RunStatus::CompleteWithFailures,
+            RunStatus::GateFailed,
+            RunStatus::Interrupted,
+            RunStatus::Failed,
+            RunStatus::Abandoned,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == s)
     }
 }
 
@@ -117,6 +128,8 @@ pub struct NewRun {
     pub seed: Option<u64>,
     /// Anything else worth keeping about the environment (tool versions, ...).
     pub environment: serde_json::Value,
+    /// When it started (RFC 3339), for a run recorded after it ran; default: now.
+    pub started_at: Option<String>,
 }
 
 /// One scalar measurement.
@@ -201,6 +214,24 @@ pub struct RunRow {
     pub trials_ok: u64,
     pub trials_failed: u64,
     pub trials_interrupted: u64,
+    /// The process that runs (or ran) it, where recorded.
+    pub owner: Option<RunOwner>,
+    /// The owner's last heartbeat (RFC 3339).
+    pub heartbeat_at: Option<String>,
+}
+
+impl RunRow {
+    /// The run's state as a [`RunStatus`] (`failed` for a word this build does not know).
+    pub fn status_enum(&self) -> RunStatus {
+        RunStatus::parse(&self.status).unwrap_or(RunStatus::Failed)
+    }
+}
+
+/// A run's owner as stored (see crate::owner).
+#[derive(Debug, Clone, Serialize)]
+pub struct RunOwner {
+    pub pid: u32,
+    pub host: Option<String>,
 }
 
 /// A stored configuration.

@@ -1,20 +1,57 @@
 //! Reading: runs, configs, trials and metrics back out.
 
+use std::time::SystemTime;
+
 use rusqlite::{params, OptionalExtension, Row};
 
+use crate::owner::{self, OwnerRecord};
 use crate::{
-    ConfigRow, HistogramData, HostInfo, MetricRow, Result, RunId, RunRow, Store, StoreError,
-    TrialRow,
+    vocab, ConfigRow, HistogramData, HostInfo, MetricRow, Result, RunId, RunOwner, RunRow, Store,
+    StoreError, TrialRow,
 };
 
 const RUN_SELECT: &str = "SELECT r.id, r.uuid, r.name, r.kind, r.status, r.started_at, r.ended_at,
         r.host_id, h.hostname, r.file_path, r.file_text, r.seed,
         (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id AND t.status = 'ok'),
         (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id AND t.status = 'failed'),
-        (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id AND t.status = 'interrupted')
+        (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id AND t.status = 'interrupted'),
+        r.owner_pid, r.owner_start, r.owner_host, r.owner_scope, r.heartbeat_at
      FROM runs r JOIN hosts h ON h.id = r.host_id";
 
+/// A run as read, its state judged: `running` whose owner is gone reads `abandoned`
+/// (crate::owner).
 fn run_row(r: &Row<'_>) -> rusqlite::Result<RunRow> {
+    let mut row = stored_row(r)?;
+    if row.status == vocab::RUNNING {
+        let rec = OwnerRecord {
+            pid: r.get::<_, Option<i64>>(15)?.map(|p| p as u32),
+            start_ticks: r.get::<_, Option<i64>>(16)?.map(|s| s as u64),
+            scope: r.get(18)?,
+            heartbeat_at: row.heartbeat_at.clone(),
+        };
+        if !owner::judge(
+            &rec,
+            owner::Scope::here(),
+            SystemTime::now(),
+            owner::process_alive,
+        ) {
+            row.status = vocab::ABANDONED.into();
+        }
+    }
+    Ok(row)
+}
+
+/// A run exactly as stored.
+fn stored_row(r: &Row<'_>) -> rusqlite::Result<RunRow> {
+    let owner = r
+        .get::<_, Option<i64>>(15)?
+        .map(|pid| -> rusqlite::Result<RunOwner> {
+            Ok(RunOwner {
+                pid: pid as u32,
+                host: r.get(17)?,
+            })
+        })
+        .transpose()?;
     Ok(RunRow {
         id: r.get(0)?,
         uuid: r.get(1)?,
@@ -31,6 +68,8 @@ fn run_row(r: &Row<'_>) -> rusqlite::Result<RunRow> {
         trials_ok: r.get::<_, i64>(12)? as u64,
         trials_failed: r.get::<_, i64>(13)? as u64,
         trials_interrupted: r.get::<_, i64>(14)? as u64,
+        owner,
+        heartbeat_at: r.get(19)?,
     })
 }
 

@@ -92,6 +92,26 @@ const MIGRATIONS: &[&str] = &[
         content BLOB NOT NULL
     );
     "#,
+    // 2: who runs a run (crate::owner): its process (pid + start time, so a reused pid
+    // is told apart), where that pid means it (machine/boot/pid namespace), the host
+    // name for people, and the heartbeat it writes while it works. Runs stored before
+    // have none: `running` ones among them read as abandoned. run_processes: what a run
+    // started that must not outlive it (its services), for crate::leftovers.
+    r#"
+    ALTER TABLE runs ADD COLUMN owner_pid INTEGER;
+    ALTER TABLE runs ADD COLUMN owner_start INTEGER;
+    ALTER TABLE runs ADD COLUMN owner_host TEXT;
+    ALTER TABLE runs ADD COLUMN owner_scope TEXT;
+    ALTER TABLE runs ADD COLUMN heartbeat_at TEXT;
+    CREATE TABLE run_processes (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        pid INTEGER NOT NULL,
+        start_ticks INTEGER NOT NULL,
+        scope TEXT NOT NULL,
+        what TEXT NOT NULL,
+        PRIMARY KEY (run_id, pid)
+    );
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -131,4 +151,31 @@ pub(crate) fn migrate(conn: &Connection, path: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_of_the_first_schema_opens_and_its_ownerless_running_run_reads_abandoned() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("old.db");
+        let c = Connection::open(&p).unwrap();
+        c.execute_batch(MIGRATIONS[0]).unwrap();
+        c.pragma_update(None, "user_version", 1).unwrap();
+        c.execute_batch(
+            "INSERT INTO hosts (id, fingerprint, hostname, info_json)
+                 VALUES (1, 'h', 'h', '{\"hostname\":\"h\"}');
+             INSERT INTO runs (id, uuid, name, kind, status, started_at, host_id)
+                 VALUES (7, 'u', 'old', 'experiment', 'running', '2020-01-01T00:00:00Z', 1);",
+        )
+        .unwrap();
+        drop(c);
+        let s = crate::Store::open(&p).unwrap();
+        assert_eq!(s.schema_version().unwrap(), CURRENT);
+        let row = s.run(7).unwrap();
+        assert_eq!(row.status, "abandoned");
+        assert!(row.owner.is_none());
+    }
 }

@@ -1,9 +1,45 @@
 //! The store's shared vocabulary: the names every writer and reader of a run agree on —
-//! artifact names and how a config's parameters are written as a label. Writers (the
+//! run states, artifact names and how a config's parameters are written as a label. Writers (the
 //! lab, its workloads) and readers (analysis, report, the CLI) take them from here, so
 //! a name cannot drift between the side that stores and the side that looks.
 
 use crate::Params;
+
+/// A run's owner is at work on it (heartbeat fresh, process alive).
+pub const RUNNING: &str = "running";
+/// Every planned trial ran and succeeded.
+pub const COMPLETE: &str = "complete";
+/// Every planned trial ran; some failed (kept with their errors).
+pub const COMPLETE_WITH_FAILURES: &str = "complete_with_failures";
+/// Every planned trial ran, and a gate the run was asked to pass failed: a threshold
+/// (`[workload] thresholds`, `perflab http --threshold`). Exit status 3.
+pub const GATE_FAILED: &str = "gate_failed";
+/// Stopped on purpose (Ctrl-C, SIGTERM) before the end; finished trials are kept and
+/// `--resume` runs the rest. Exit status 130.
+pub const INTERRUPTED: &str = "interrupted";
+/// Could not go on (a setup hook failed): nothing was measured.
+pub const FAILED: &str = "failed";
+/// Stored `running`, but the process that ran it is gone (killed, crashed, its host
+/// lost): derived when the run is read, never stored (crate::owner says how it is
+/// judged); `--resume` finishes it.
+pub const ABANDONED: &str = "abandoned";
+
+/// Every run state with what it means, in lifecycle order (for help texts and docs).
+pub const RUN_STATES: &[(&str, &str)] = &[
+    (RUNNING, "its perflab is at work on it"),
+    (COMPLETE, "every trial ran and succeeded"),
+    (COMPLETE_WITH_FAILURES, "every trial ran, some failed"),
+    (GATE_FAILED, "every trial ran, a threshold failed"),
+    (
+        INTERRUPTED,
+        "stopped by Ctrl-C or SIGTERM; --resume runs the rest",
+    ),
+    (FAILED, "could not run (a setup hook failed)"),
+    (
+        ABANDONED,
+        "its perflab is gone (killed, crashed); --resume finishes it",
+    ),
+];
 
 /// The profile report (JSON, `perflab_profile::Report`) of a profiled trial — the same
 /// name whether it came from `perflab profile` or an experiment's `[profile]`.

@@ -1,9 +1,13 @@
 //! Writing: hosts, runs, configs and trials.
 
+use std::time::SystemTime;
+
 use rusqlite::{params, OptionalExtension};
 
+use crate::owner::{self, Owner, OwnerRecord, Scope};
 use crate::{
-    now_rfc3339, HostInfo, NewRun, Params, Result, RunId, RunStatus, Store, StoreError, TrialRecord,
+    now_rfc3339, vocab, HostInfo, NewRun, Params, Result, RunId, RunStatus, Store, StoreError,
+    TrialRecord,
 };
 
 impl Store {
@@ -44,25 +48,132 @@ impl Store {
         Ok(self.conn.last_insert_rowid())
     }
 
-    /// Starts a run (status `running`) and returns its id.
+    /// Starts a run (status `running`, owned by this process, its first heartbeat
+    /// now) and returns its id.
     pub fn create_run(&self, run: &NewRun, host_id: i64) -> Result<RunId> {
+        let me = Owner::current();
         self.conn.execute(
             "INSERT INTO runs (uuid, name, kind, status, started_at, host_id, file_path, file_text,
-                seed, environment_json)
-             VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9)",
+                seed, environment_json, owner_pid, owner_start, owner_host, owner_scope,
+                heartbeat_at)
+             VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             params![
                 new_uuid(),
                 run.name,
                 run.kind,
-                now_rfc3339(),
+                run.started_at.clone().unwrap_or_else(now_rfc3339),
                 host_id,
                 run.file_path,
                 run.file_text,
                 run.seed.map(|s| s as i64),
-                serde_json::to_string(&run.environment)?
+                serde_json::to_string(&run.environment)?,
+                me.pid,
+                me.start_ticks as i64,
+                me.host,
+                me.scope,
+                now_rfc3339()
             ],
         )?;
         Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Takes run `run` over for this process (a resume): in one write transaction, so of
+    /// two processes claiming at once exactly one gets it. Refused ([`StoreError::Busy`])
+    /// while the run is `running` and its owner alive (crate::owner); a gone owner's
+    /// claim is stale and taken over. The run is `running` again, owned by this process.
+    pub fn claim_run(&self, run: RunId) -> Result<()> {
+        self.claim_as(run, &Owner::current())
+    }
+
+    /// [`Store::claim_run`] for owner `me`.
+    pub(crate) fn claim_as(&self, run: RunId, me: &Owner) -> Result<()> {
+        // The write lock first (BEGIN IMMEDIATE), then the look: no other claim can
+        // come between what is read here and what is written.
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        match self.claim_locked(run, me) {
+            Ok(()) => Ok(self.conn.execute_batch("COMMIT")?),
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    /// [`Store::claim_run`] inside its transaction.
+    fn claim_locked(&self, run: RunId, me: &Owner) -> Result<()> {
+        let tx = &self.conn;
+        let (status, rec, host): (String, OwnerRecord, Option<String>) = tx
+            .query_row(
+                "SELECT status, owner_pid, owner_start, owner_scope, heartbeat_at, owner_host
+                 FROM runs WHERE id = ?1",
+                [run],
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        OwnerRecord {
+                            pid: r.get::<_, Option<i64>>(1)?.map(|p| p as u32),
+                            start_ticks: r.get::<_, Option<i64>>(2)?.map(|s| s as u64),
+                            scope: r.get(3)?,
+                            heartbeat_at: r.get(4)?,
+                        },
+                        r.get(5)?,
+                    ))
+                },
+            )
+            .optional()?
+            .ok_or(StoreError::NoSuchRun(run))?;
+        let mine = rec.pid == Some(me.pid)
+            && rec.start_ticks == Some(me.start_ticks)
+            && rec.scope.as_deref() == Some(me.scope.as_str());
+        let alive = owner::judge(&rec, Scope::here(), SystemTime::now(), owner::process_alive);
+        if status == vocab::RUNNING && alive && !mine {
+            return Err(StoreError::Busy {
+                run,
+                pid: rec.pid.unwrap_or(0),
+                host,
+            });
+        }
+        tx.execute(
+            "UPDATE runs SET status = 'running', ended_at = NULL, owner_pid = ?2,
+                owner_start = ?3, owner_host = ?4, owner_scope = ?5, heartbeat_at = ?6
+             WHERE id = ?1",
+            params![
+                run,
+                me.pid,
+                me.start_ticks as i64,
+                me.host,
+                me.scope,
+                now_rfc3339()
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// The owner's heartbeat: stamps run `run` as alive now, if this process still owns
+    /// it; false when it does not (another process took it over).
+    pub fn heartbeat(&self, run: RunId) -> Result<bool> {
+        let me = Owner::current();
+        let n = self.conn.execute(
+            "UPDATE runs SET heartbeat_at = ?2
+             WHERE id = ?1 AND owner_pid = ?3 AND owner_start = ?4 AND owner_scope = ?5",
+            params![run, now_rfc3339(), me.pid, me.start_ticks as i64, me.scope],
+        )?;
+        Ok(n > 0)
+    }
+
+    /// Marks a finished run whose gate (a threshold) failed `gate_failed`; a run that
+    /// did not finish (interrupted, failed, still running) keeps its state.
+    pub fn mark_gate_failed(&self, run: RunId) -> Result<()> {
+        self.conn.execute(
+            "UPDATE runs SET status = ?2 WHERE id = ?1 AND status IN (?3, ?4)",
+            params![
+                run,
+                vocab::GATE_FAILED,
+                vocab::COMPLETE,
+                vocab::COMPLETE_WITH_FAILURES
+            ],
+        )?;
+        Ok(())
     }
 
     /// Adds fields to a run's stored environment: what a one-trial command learns only

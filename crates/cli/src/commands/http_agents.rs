@@ -355,11 +355,14 @@ fn record_with(
             environment: serde_json::json!({ "args": std::env::args().skip(1).collect::<Vec<_>>() }),
             measurement: {
                 let mut m = perflab_workloads::http::measurement(report);
+                // The verdicts, so a failed threshold makes the run `gate_failed`.
+                perflab_workloads::http::add_thresholds(&mut m, spec, report);
                 m.artifacts.extend(artifacts);
                 m
             },
             duration_s: report.duration_s,
             error: (failed.requests > 0).then(|| failed.summary()),
+            interrupted: report.interrupted,
         },
     )?;
     Ok(id)

@@ -185,6 +185,10 @@ fn report(
 ) -> anyhow::Result<ExitCode> {
     let summary = summarize_run(store, outcome.run_id, a.confidence)?;
     let verdicts = thresholds::judge(&thresholds::of(exp)?, &summary);
+    if verdicts.iter().any(|v| !v.verdict.passed) {
+        // The run's state says so too (`gate_failed`), unless it did not finish.
+        store.mark_gate_failed(outcome.run_id)?;
+    }
     if a.json {
         let mut v = crate::commands::show::json(store, &summary)?;
         if !verdicts.is_empty() {

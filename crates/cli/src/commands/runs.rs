@@ -1,4 +1,5 @@
-//! `perflab runs`: list the stored runs.
+//! `perflab runs`: list the stored runs, each in its state (perflab_store::vocab): a
+//! run whose perflab is gone reads `abandoned`, with the command that finishes it.
 
 use std::process::ExitCode;
 
@@ -17,7 +18,10 @@ use crate::Global;
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct RunsArgs {
-    /// JSON: [{"schema_version", "id", "name", "status", "started_at", "host", "trials_ok", "trials_failed"}].
+    /// JSON: [{"schema_version", "id", "name", "status", "started_at", "host", "trials_ok",
+    /// "trials_failed", "owner": {"pid", "host"}, "heartbeat_at", "hint"}]. Status is
+    /// one of running, complete, complete_with_failures, gate_failed, interrupted, failed,
+    /// abandoned (its perflab is gone: `perflab run --resume ID` finishes it).
     #[arg(long)]
     json: bool,
 }
@@ -35,6 +39,25 @@ struct RunJson<'a> {
     trials_ok: u64,
     trials_failed: u64,
     trials_interrupted: u64,
+    owner: Option<&'a perflab_store::RunOwner>,
+    heartbeat_at: Option<&'a str>,
+    /// What to do about the run's state, where there is something (`abandoned`).
+    hint: Option<String>,
+}
+
+/// What to do about a run in its state: an abandoned run is finished by a resume.
+pub fn hint(r: &perflab_store::RunRow) -> Option<String> {
+    (r.status == perflab_store::vocab::ABANDONED).then(|| {
+        let who = r
+            .owner
+            .as_ref()
+            .map(|o| format!(" (pid {})", o.pid))
+            .unwrap_or_default();
+        format!(
+            "run {} was abandoned: the perflab that ran it{who} is gone; finish it with `perflab run --resume {}`",
+            r.id, r.id
+        )
+    })
 }
 
 pub fn run(g: &Global, a: &RunsArgs) -> anyhow::Result<ExitCode> {
@@ -56,6 +79,9 @@ pub fn run(g: &Global, a: &RunsArgs) -> anyhow::Result<ExitCode> {
                 trials_ok: r.trials_ok,
                 trials_failed: r.trials_failed,
                 trials_interrupted: r.trials_interrupted,
+                owner: r.owner.as_ref(),
+                heartbeat_at: r.heartbeat_at.as_deref(),
+                hint: hint(r),
             })
             .collect();
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -86,5 +112,8 @@ pub fn run(g: &Global, a: &RunsArgs) -> anyhow::Result<ExitCode> {
         ]);
     }
     println!("{t}");
+    for h in runs.iter().filter_map(hint) {
+        eprintln!("hint: {h}");
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -64,6 +64,9 @@ pub fn run(g: &Global, a: &ShowArgs) -> anyhow::Result<ExitCode> {
         r.trials_ok,
         r.trials_failed
     );
+    if let Some(h) = crate::commands::runs::hint(r) {
+        println!("{h}");
+    }
     println!("{}", crate::format::summary_table(&s));
     for t in store.trials(id)?.iter().filter(|t| t.status == "failed") {
         let first = t
@@ -125,6 +128,8 @@ pub fn json(store: &Store, s: &RunSummary) -> anyhow::Result<Value> {
             "seed": r.seed, "file": r.file_path,
             "trials_ok": r.trials_ok, "trials_failed": r.trials_failed,
             "trials_interrupted": r.trials_interrupted,
+            "owner": r.owner, "heartbeat_at": r.heartbeat_at,
+            "hint": crate::commands::runs::hint(r),
             "host_info": host,
         },
         "configs": configs,

@@ -32,6 +32,7 @@ use crate::service::free_port;
 use crate::site::{Site, Sites};
 
 mod auto;
+mod heartbeat;
 mod lanes;
 
 pub use auto::{decisions, Compared, Interval};
@@ -133,6 +134,13 @@ pub fn run_on(
     refuse_unplaceable(exp, ctx.sites.is_some())?;
     let _ = perflab_workloads::tree::become_subreaper();
     let configs = plan::configs(exp);
+    // Before a resume claims its run: what it left behind when abandoned goes too.
+    for p in crate::service::reap_leftovers(store) {
+        ctx.observer.warn(&format!(
+            "stopped a {} (pid {}) that abandoned run {} left running",
+            p.what, p.pid, p.run
+        ));
+    }
     let (run_id, seed, done) = match opts.resume {
         Some(id) => reopen(store, id, opts.retry_failed)?,
         None => {
@@ -140,6 +148,8 @@ pub fn run_on(
             create(exp, store, opts, noise)?
         }
     };
+    // Stamps the run alive until this function returns, however it returns.
+    let _heartbeat = heartbeat::start(store, run_id);
     if exp.order == Order::Sequential {
         ctx.observer.warn("order = \"sequential\": all trials of one config run back to back, so machine drift (thermal, background load) can look like a difference between configs; prefer \"interleaved\" or \"random\"");
     }
@@ -232,6 +242,8 @@ fn reopen(store: &Store, id: RunId, retry_failed: bool) -> Result<Opened, RunErr
             theirs.hostname, host.hostname
         )));
     }
+    // Refused while another live process runs it; taken over (ours now) otherwise.
+    store.claim_run(id)?;
     let seed = row.seed.unwrap_or(0);
     let stored = store.configs(id)?;
     let mut done = HashSet::new();
@@ -241,7 +253,6 @@ fn reopen(store: &Store, id: RunId, retry_failed: bool) -> Result<Opened, RunErr
             done.insert((c.ordinal, t.repetition));
         }
     }
-    store.finish_run(id, RunStatus::Running)?;
     Ok((id, seed, done))
 }
 
@@ -283,6 +294,7 @@ fn create(
             file_text: Some(exp.text.clone()),
             seed: Some(seed),
             environment,
+            started_at: None,
         },
         host_id,
     )?;

@@ -53,6 +53,17 @@ impl Service {
             Service::Remote { .. } => None,
         }
     }
+
+    /// This process's children that belong to the service — it and its watchdog: a
+    /// workload's or hook's process tree (perflab's other children) must leave them be.
+    pub(super) fn own_children(&self) -> Vec<i32> {
+        match self {
+            Service::Local(s) => std::iter::once(s.pid())
+                .chain(s.watchdog_pid().map(|p| p as i32))
+                .collect(),
+            Service::Remote { .. } => Vec::new(),
+        }
+    }
 }
 
 /// A trial's monitor.
@@ -163,6 +174,12 @@ impl Runner<'_> {
     ) -> Result<(), String> {
         let Some(host) = &spec.host else {
             let s = RunningService::start(spec, vars, &self.run_dir, t.config, t.ordinal)?;
+            // Written down until stopped, for the reaper if this run is abandoned
+            // (crate::service::reap_leftovers); not being able to write it is no reason
+            // not to measure.
+            let _ = self
+                .store
+                .add_run_process(self.run_id, s.pid() as u32, "service");
             self.service = Some(Service::Local(s));
             return Ok(());
         };
@@ -209,6 +226,7 @@ impl Runner<'_> {
                 if let Some(spec) = &self.exp.service {
                     s.stop(spec);
                 }
+                let _ = self.store.remove_run_process(self.run_id, s.pid() as u32);
                 m.artifacts.push(log_artifact(&s.log()));
             }
             Some(Service::Remote { host, .. }) => {

@@ -152,7 +152,7 @@ impl Runner<'_> {
                 allow_failure: c.allow_failure,
                 metrics: c.metrics.clone(),
                 leftovers: c.leftovers,
-                exclude_pids: self.service.iter().filter_map(|s| s.local_pid()).collect(),
+                exclude_pids: self.service.iter().flat_map(|s| s.own_children()).collect(),
             }),
             WorkloadSpec::Options { kind, table } => crate::workload::rendered(*kind, table, vars)?,
         };
@@ -221,7 +221,7 @@ impl Runner<'_> {
         };
         // What the hook leaves behind is killed — but never the service under test, which
         // is perflab's child too (a `prepare` between its start and the workload).
-        let service: Vec<i32> = self.service.iter().filter_map(|s| s.local_pid()).collect();
+        let service: Vec<i32> = self.service.iter().flat_map(|s| s.own_children()).collect();
         let r = run_tree(cmd, &ctx, Leftovers::Kill, &service).map_err(|e| e.to_string())?;
         if r.interrupted {
             return Err("interrupted".into());

@@ -26,6 +26,7 @@ fn sample_store() -> (Store, RunId) {
                 file_text: Some("[experiment]\nname = \"transfer\"\n".into()),
                 seed: Some(u64::MAX - 7),
                 environment: serde_json::json!({"rustc": "1.80", "x": 0.1 + 0.2}),
+                started_at: None,
             },
             h,
         )
