@@ -77,7 +77,10 @@ pub use report::{
 pub use series::SecondPoint;
 pub use siege::Siege;
 pub use slo::{Condition, Slo, Statistic};
-pub use spec::{parse_header, HttpVersion, IoChoice, LoadSpec, Ramp, RampOver, DEFAULT_H2_WINDOW};
+pub use spec::{
+    default_threads, parse_header, HttpVersion, IoChoice, LoadSpec, Ramp, RampOver,
+    DEFAULT_H2_WINDOW,
+};
 pub use threshold::{Op, Quantity, Threshold, Verdict};
 pub use units::{parse_duration, parse_fraction, parse_rate};
 pub use url::{Scheme, Target};
