@@ -26,7 +26,6 @@ use crate::conn::{ConnState, Connection, ErrorKind, Progress, Sent};
 use crate::http1::{Exchange, INITIAL_BUF};
 use crate::parse::Completed;
 use crate::request::{Group, Prepared};
-use io_uring::types::RecvMsgOut;
 use perflab_units::Phrase;
 use std::io;
 use std::net::SocketAddr;
@@ -129,10 +128,7 @@ impl UringConn {
         len: usize,
         done: &mut Vec<(Sent, Completed)>,
     ) -> Result<Progress, ErrorKind> {
-        let Ok(msg) = RecvMsgOut::parse(d.rx.filled(bid, len), &d.rx.template) else {
-            return Err(ErrorKind::Reset);
-        };
-        let mut payload = msg.payload_data();
+        let mut payload = d.rx.filled(bid, len);
         if payload.is_empty() {
             return self.x.on_eof(done, false);
         }

@@ -56,8 +56,6 @@ use std::time::{Duration, Instant};
 const BACKSTOP: Duration = SCAN_EVERY;
 /// How long the final drain waits for cancelled receives.
 const DRAIN_FOR: Duration = Duration::from_secs(1);
-/// `IORING_RECVSEND_POLL_FIRST` (uapi): arm the poll before trying to receive.
-const RECVSEND_POLL_FIRST: u16 = 1;
 /// `IORING_ENTER_GETEVENTS` (uapi).
 const GETEVENTS: u32 = 1;
 /// The provided-buffer group of the receives.
@@ -161,12 +159,11 @@ impl UringDriver {
 
     /// Arms a multishot receive on `fd` into the provided buffers.
     pub fn push_recv(&mut self, fd: RawFd, user_data: u64) -> io::Result<()> {
-        let e = opcode::RecvMsgMulti::new(Fd(fd), &*self.rx.template, BUFFER_GROUP)
-            .ioprio(RECVSEND_POLL_FIRST)
+        let e = opcode::RecvMulti::new(Fd(fd), BUFFER_GROUP)
             .build()
             .user_data(user_data);
-        // The template is boxed in the ring of buffers, which outlives the io_uring;
-        // the kernel writes only into the provided buffers (see `rx`).
+        // The kernel writes only into the provided buffers, which outlive the io_uring
+        // (see `rx`).
         self.push(&[e])?;
         self.recvs += 1;
         Ok(())

@@ -1,6 +1,6 @@
 //! Receive buffers lent to the kernel.
 //!
-//! Receives are *multishot* `IORING_OP_RECVMSG`s: one per connection, armed once, that
+//! Receives are *multishot* `IORING_OP_RECV`s: one per connection, armed once, that
 //! post a completion for every batch of bytes that arrives, each in a buffer the kernel
 //! picks from a ring of provided buffers ([`RxRing`], `IORING_REGISTER_PBUF_RING`).
 //! That spares each request the arming of a receive (its preparation, a poll of the
@@ -10,15 +10,15 @@
 //! never writes into memory a connection owns: only into the ring's buffers, which live
 //! as long as the driver — longer than the io_uring instance, which is closed first.
 //!
-//! No control messages are asked for (the template's control length is 0): latency is
-//! taken on the user-space clock, as on epoll (see the driver's module doc), not from
-//! kernel receive timestamps.
+//! Plain receives, not `RECVMSG`: no control messages are wanted (latency is taken on
+//! the user-space clock, as on epoll — see the driver's module doc — not from kernel
+//! receive timestamps), and a buffer then holds payload only.
 
 use io_uring::types::BufRingEntry;
 use std::alloc::Layout;
 use std::sync::atomic::{AtomicU16, Ordering};
 
-/// Size of one provided buffer (the receive header and the payload).
+/// Size of one provided buffer (payload only).
 pub(crate) const BUF_LEN: usize = 4096;
 
 /// A ring of provided receive buffers (buffer group `group`).
@@ -31,8 +31,6 @@ pub(crate) struct RxRing {
     bufs_layout: Layout,
     count: u16,
     tail: u16,
-    /// The template the kernel lays each buffer out by (name and control lengths).
-    pub template: Box<libc::msghdr>,
 }
 
 impl RxRing {
@@ -57,9 +55,6 @@ impl RxRing {
         if entries.is_null() || bufs.is_null() {
             std::alloc::handle_alloc_error(layout);
         }
-        // SAFETY: all-zero bytes are a valid msghdr (null pointers, zero lengths: no
-        // name, no control messages).
-        let template: Box<libc::msghdr> = Box::new(unsafe { std::mem::zeroed() });
         let mut ring = RxRing {
             entries,
             layout,
@@ -67,7 +62,6 @@ impl RxRing {
             bufs_layout,
             count,
             tail: 0,
-            template,
         };
         for bid in 0..count {
             ring.give(bid);
