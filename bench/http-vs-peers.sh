@@ -5,12 +5,18 @@
 # Prints each tool's median req/s, CPU-seconds per 100k requests (user+sys of the
 # tool's process, from /usr/bin/time) and requests in flight, and perflab's ratios to
 # each peer. Requests in flight are Little's law on each tool's own output, req/s x mean
-# latency (perflab's JSON `effective_concurrency`; wrk's and h2load's mean latency; ab's
-# mean over its `-e` percentile table, ab printing whole milliseconds elsewhere): with
-# 10 connections a closed loop should show ~10, and a tool that shows fewer offered the
-# server a lighter load — compare like with like.
+# latency (perflab's JSON; wrk's and h2load's mean latency; ab's "Time per request
+# (mean)"): with 10 connections a closed loop should show ~10, and a tool that shows
+# fewer offered the server a lighter load — compare like with like. Two caveats, both
+# the peers' own: ab computes that mean as connections x time / requests, so its figure
+# is 10 by construction (its sub-millisecond latencies exist only in whole ms); and
+# wrk's mean latency does not agree with its own req/s (30.7k req/s at 0.78 ms mean on
+# 10 connections, 2026-11-26: 24 "in flight"), so a wrk figure above 10 says its latency
+# is overstated, not that it had more requests in flight.
 # Target: perflab >= 1.1x the best peer's req/s and <= 0.8x the most frugal peer's CPU
-# per request.
+# per request. Beside the ratios of the medians, "paired" gives the median over the
+# rounds of each round's ratios (req/s, CPU per request): on a busy machine, where one
+# tool's req/s varies 2x from round to round, it is the steadier of the two.
 #
 # Usage: bench/http-vs-peers.sh [ROUNDS] [SECONDS]     (defaults: 9 rounds, 5 s per run)
 # Env:   CONNECTIONS (10), PERFLAB_THREADS (one perflab run per round with that -t; by
@@ -166,7 +172,7 @@ run_tool() {
       [[ -n "$H2" ]] && args+=(--http2 --streams "$STREAMS")
       /usr/bin/time -f '%U %S' -o "$tm" "$PERFLAB" http -q -c "$CONNS" "${args[@]}" --io "$io" -d "${SECS}s" --json "$URL" >"$out" ;;
     wrk | wrk:*) /usr/bin/time -f '%U %S' -o "$tm" wrk -t "$(threads_of "$tool" 2)" -c "$CONNS" -d "${SECS}s" "$URL" >"$out" ;;
-    ab) /usr/bin/time -f '%U %S' -o "$tm" ab -q -k -c "$CONNS" -t "$SECS" -n 100000000 -e "$out.csv" "$URL" >"$out" 2>&1 ;;
+    ab) /usr/bin/time -f '%U %S' -o "$tm" ab -q -k -c "$CONNS" -t "$SECS" -n 100000000 "$URL" >"$out" 2>&1 ;;
     h2load | h2load:*)
       local proto=(--h1); [[ -n "$H2" ]] && proto=(-m "$STREAMS")
       /usr/bin/time -f '%U %S' -o "$tm" h2load "${proto[@]}" -c "$CONNS" -t "$(threads_of "$tool" 2)" -D "$SECS" "$URL" >"$out" ;;
@@ -189,9 +195,7 @@ elif tool.startswith("wrk"):
     mean = secs(*re.search(r"Latency\s+([\d.]+)(us|ms|s)\b", text).groups())
 elif tool == "ab":
     n = int(re.search(r"Complete requests:\s+(\d+)", text).group(1)); rps = float(re.search(r"Requests per second:\s+([\d.]+)", text).group(1))
-    # percentiles 0..100 in ms: the mean is about the mean of the 100 bins' midpoints
-    p = [float(l.split(",")[1]) for l in open(out + ".csv").read().splitlines()[1:]]
-    mean = sum((a + b) / 2 for a, b in zip(p, p[1:])) / (len(p) - 1) / 1e3 if len(p) > 1 else 0.0
+    mean = float(re.search(r"Time per request:\s+([\d.]+) \[ms\] \(mean\)", text).group(1)) / 1e3
 elif tool.startswith("h2load"):
     n = int(re.search(r"requests: \d+ total, \d+ started, (\d+) done", text).group(1)); rps = float(re.search(r"finished in [\d.]+\w+, ([\d.]+) req/s", text).group(1))
     mean = secs(*re.search(r"time for request:\s+\S+\s+\S+\s+([\d.]+)(us|ms|s)\b", text).groups())
@@ -240,10 +244,16 @@ frugal = min(peers, key=lambda t: peers[t][1]) if peers else None
 for me in ours:
     p_rps, p_cpu = med[me]
     print()
-    print(f"{me + ' vs':<20}{'req/s ratio':>12}{'CPU ratio':>12}")
+    print(f"{me + ' vs':<20}{'req/s ratio':>12}{'CPU ratio':>12}{'paired':>16}")
     for tool, (rps, cpu) in med.items():
         if tool != me:
-            print(f"{tool:<20}{p_rps / rps:>12.2f}{p_cpu / cpu:>12.2f}")
+            # the same ratios round by round (the tools of one round ran minutes apart
+            # at most), median over the rounds: a noisy machine's drift cancels
+            pr = [(a[2] / b[2], (a[1] / a[0]) / (b[1] / b[0]))
+                  for a, b in zip(rows[me], rows[tool]) if a[0] > 0 and b[0] > 0 and b[1] > 0]
+            paired = (f"{statistics.median(r for r, _ in pr):>8.2f}{statistics.median(c for _, c in pr):>8.2f}"
+                      if pr else "")
+            print(f"{tool:<20}{p_rps / rps:>12.2f}{p_cpu / cpu:>12.2f}{paired:>16}")
     if best and h2:
         ok = p_rps >= 1.0 * peers[best][0] and p_cpu <= 1.0 * peers[best][1]
         print(f"best peer: {best}; h2 target (>= 1.0x req/s, <= 1.0x CPU/req): {'MET' if ok else 'NOT MET'}")
