@@ -46,13 +46,15 @@ duration = "400ms"
 }
 
 /// `cpus` pins the in-process HTTP engine: with no `threads`, its default thread count
-/// follows the pinned CPUs (one), where unpinned it takes min(cores, connections).
+/// follows the pinned CPUs (one), where unpinned it takes the default rule
+/// (`perflab_load::default_threads`: half the cores, at most one per connection).
 #[test]
 fn http_workload_honours_cpus() {
     let server = HelloServer::start();
     let lab = Lab::new();
     let cores = std::thread::available_parallelism().unwrap().get();
-    for (cpus, expected) in [("cpus = \"0\"\n", 1), ("", cores.min(4))] {
+    let unpinned = perflab_load::default_threads(cores, 4);
+    for (cpus, expected) in [("cpus = \"0\"\n", 1), ("", unpinned)] {
         let f = lab.write(
             "e.toml",
             &format!(

@@ -7,12 +7,14 @@
 //!   and the knee search.
 //! * `uring` (io_uring): completions, for plain `http://` in the closed loop. Requests
 //!   and receives are queued and submitted in one `io_uring_enter` per loop turn, which
-//!   also waits for a *batch* of responses; with `DEFER_TASKRUN` the kernel then wakes
-//!   the worker once per batch rather than once per response. On a 2-core loopback
-//!   benchmark that is what is left to save: ~90 % of the client's CPU is kernel time,
-//!   a quarter of it scheduler wake-ups. Latency stays honest because it is taken from
-//!   the kernel's receive timestamps, not from a clock read after the batch (see
-//!   `uring`).
+//!   sleeps until the first response (never a batch of them: a closed loop keeps `c`
+//!   requests in flight); with `DEFER_TASKRUN` whatever arrived while the worker was
+//!   busy is reaped in that one call. Fewer system calls per request than epoll's
+//!   `epoll_wait` + `read` + `write`.
+//!
+//! Both take latency on the same clock (the user-space monotonic clock read after the
+//! response was handed over, `report::LATENCY_CLOCK`), so the engine changes how much
+//! CPU the client spends, not what is measured.
 //!
 //! `--io auto` (the default) takes io_uring when the run is a plain-http closed loop
 //! and the kernel allows it (see [`uring_support`]), epoll otherwise; `--io uring`

@@ -15,8 +15,9 @@
 //! coordinated-omission correction (`open`), whose schedule is kept by a nanosecond
 //! `timerfd` (`timer`). The loop's I/O is a driver picked per run in one place (`io`):
 //! epoll readiness over non-blocking sockets (`epoll`), or, for plain-http closed
-//! loops, io_uring completions batched per wake-up with latency from kernel receive
-//! timestamps (`uring`).
+//! loops, io_uring completions, one `io_uring_enter` per turn (`uring`); both take
+//! latency on the same user-space clock, and the report checks by Little's law that a
+//! closed loop kept its requests in flight (`Report::effective_concurrency`).
 //! Ramps (`ramp`) and the knee search (`findmax`) are sequences of phases. Connections
 //! sit behind a trait (`conn`) so an HTTP/2 client can join the HTTP/1.1 one; their
 //! bytes travel over plain TCP or, for `https://`, over rustls (`transport`), set up
@@ -72,12 +73,16 @@ pub use observe::{NoObserver, Observer};
 pub use open::LATE_AFTER;
 pub use reach::{ConnectCause, Reached};
 pub use report::{
-    ErrorKinds, Errors, Failed, Latency, Mode, Report, Step, TargetReport, SATURATED_WARNING,
+    ErrorKinds, Errors, Failed, Latency, Mode, Report, Step, TargetReport, CONCURRENCY_FLOOR,
+    LATENCY_CLOCK, SATURATED_WARNING,
 };
 pub use series::SecondPoint;
 pub use siege::Siege;
 pub use slo::{Condition, Slo, Statistic};
-pub use spec::{parse_header, HttpVersion, IoChoice, LoadSpec, Ramp, RampOver, DEFAULT_H2_WINDOW};
+pub use spec::{
+    default_threads, parse_header, HttpVersion, IoChoice, LoadSpec, Ramp, RampOver,
+    DEFAULT_H2_WINDOW,
+};
 pub use threshold::{Op, Quantity, Threshold, Verdict};
 pub use units::{parse_duration, parse_fraction, parse_rate};
 pub use url::{Scheme, Target};
@@ -186,6 +191,11 @@ pub fn run_until(
     }
     let mut report = report;
     report.io = base.io;
+    let per_connection = match spec.http {
+        spec::HttpVersion::Http2 => spec.streams,
+        _ => spec.pipeline,
+    };
+    report.check_concurrency(spec.connections * per_connection.max(1));
     report.interrupted = stop.load(Ordering::SeqCst);
     report.streams = spec.streams;
     for (r, t) in report.targets.iter_mut().zip(&prepared.targets) {

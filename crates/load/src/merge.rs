@@ -125,6 +125,7 @@ impl Report {
             r.warnings.push(SATURATED_WARNING.to_string());
         }
         r.latency_ms = crate::Latency::from_histogram(&hist);
+        r.effective_concurrency = r.little();
         r.latency_uncorrected_ms = unc.as_ref().map(crate::Latency::from_histogram);
         let totals = Totals {
             requests: r.requests,

@@ -22,6 +22,15 @@ use perflab_units::Phrase;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// How every engine times a request (the report's `latency_clock`): the user-space
+/// monotonic clock, from the reading at which its connection was found free (the send)
+/// to the reading after the wait or read that handed the response over.
+pub const LATENCY_CLOCK: &str = "user-space monotonic";
+
+/// Below this share of the requests asked to be in flight, a closed loop warns
+/// ([`Report::check_concurrency`]).
+pub const CONCURRENCY_FLOOR: f64 = 0.9;
+
 /// The warning printed when the generator's threads are saturated.
 pub const SATURATED_WARNING: &str =
     "the load generator is saturated: this measures the client, not the server";
@@ -230,6 +239,13 @@ pub struct Report {
     pub tls_failure: Option<String>,
     /// The I/O engine that ran the connections: `epoll` or `uring`.
     pub io: Io,
+    /// Requests in flight on average, by Little's law on the run's own figures:
+    /// `rps × mean latency` (see [`Report::little`]).
+    #[serde(default)]
+    pub effective_concurrency: f64,
+    /// The clock latency is taken on ([`LATENCY_CLOCK`], the same on every engine).
+    #[serde(default = "latency_clock")]
+    pub latency_clock: String,
     /// Per target, when the run has more than one (a request mix or several URLs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<TargetReport>,
@@ -337,8 +353,27 @@ impl Report {
                 .cloned()
                 .collect(),
             io: Io::Epoll,
+            effective_concurrency: 0.0,
+            latency_clock: latency_clock(),
             histogram: hist,
             histogram_uncorrected: unc,
+        }
+    }
+
+    /// Little's law on this report's own figures: req/s × mean latency, the mean
+    /// number of requests in flight (0 when nothing completed).
+    pub fn little(&self) -> f64 {
+        self.rps * self.latency_ms.mean / 1e3
+    }
+
+    /// Sets [`Report::effective_concurrency`] and, for a closed loop without transport
+    /// errors that kept fewer than [`CONCURRENCY_FLOOR`] × `asked` requests in flight
+    /// (`asked`: connections × pipeline depth or streams), warns that the generator,
+    /// not the server, limited the load.
+    pub fn check_concurrency(&mut self, asked: usize) {
+        self.effective_concurrency = self.little();
+        if let Some(w) = concurrency_warning(self, asked) {
+            self.warnings.push(w);
         }
     }
 
@@ -481,6 +516,27 @@ fn status_counts(totals: &Totals) -> BTreeMap<String, u64> {
         .collect()
 }
 
+fn latency_clock() -> String {
+    LATENCY_CLOCK.to_string()
+}
+
+/// The warning for a closed loop that kept too few requests in flight (see
+/// [`Report::check_concurrency`]); `None` for the other modes, a run with transport
+/// errors (the server then limited it) or one with no response.
+fn concurrency_warning(r: &Report, asked: usize) -> Option<String> {
+    let floor = CONCURRENCY_FLOOR * asked as f64;
+    if r.mode != Mode::Closed || r.errors.total > 0 || r.requests == 0 {
+        return None;
+    }
+    (r.effective_concurrency < floor).then(|| {
+        format!(
+            "effective concurrency {:.2} is below {CONCURRENCY_FLOOR} × the {asked} requests \
+             asked to be in flight: the generator, not the server, limited the offered load",
+            r.effective_concurrency
+        )
+    })
+}
+
 /// The run's warnings: a saturated client, the first connect and TLS failures.
 fn warnings(totals: &Totals, error_kinds: &ErrorKinds, saturated: bool) -> Vec<String> {
     let mut warnings = Vec::new();
@@ -518,4 +574,72 @@ fn target_reports(totals: &Totals, per_sec: impl Fn(f64) -> f64) -> Vec<TargetRe
             latency_ms: Latency::from_histogram(&t.hist),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report of `n` requests of `latency_us` each over `secs` seconds.
+    fn report(mode: Mode, n: usize, latency_us: u64, secs: f64) -> Report {
+        let mut hist = new_histogram();
+        for _ in 0..n {
+            hist.record(latency_us).unwrap();
+        }
+        let phase = PhaseResult {
+            hist,
+            hist_uncorrected: None,
+            series: Vec::new(),
+            totals: Totals {
+                requests: n as u64,
+                ..Totals::default()
+            },
+            elapsed: std::time::Duration::from_secs_f64(secs),
+        };
+        Report::from_phases(&[&phase], mode, 10, 1)
+    }
+
+    fn warned(r: &Report) -> bool {
+        r.warnings
+            .iter()
+            .any(|w| w.contains("the generator, not the server, limited"))
+    }
+
+    /// 1000 requests of 10 ms in 1 s: 10 in flight on average.
+    #[test]
+    fn effective_concurrency_is_littles_law_on_the_report() {
+        let mut r = report(Mode::Closed, 1000, 10_000, 1.0);
+        r.check_concurrency(10);
+        assert!((r.effective_concurrency - 10.0).abs() < 0.05, "{r:?}");
+        assert!(!warned(&r), "{:?}", r.warnings);
+        assert_eq!(r.latency_clock, LATENCY_CLOCK);
+    }
+
+    /// 7 in flight of 10 asked (the old io_uring batching): warned; 9.1 of 10 is not.
+    #[test]
+    fn a_closed_loop_below_nine_tenths_of_c_warns() {
+        let mut r = report(Mode::Closed, 700, 10_000, 1.0);
+        r.check_concurrency(10);
+        assert!((r.effective_concurrency - 7.0).abs() < 0.05);
+        assert!(warned(&r), "{:?}", r.warnings);
+        let w = r.warnings.last().unwrap();
+        assert!(w.contains("7.00") && w.contains("10 requests"), "{w}");
+
+        let mut r = report(Mode::Closed, 910, 10_000, 1.0);
+        r.check_concurrency(10);
+        assert!(!warned(&r), "{:?}", r.warnings);
+    }
+
+    /// An open loop offers what its rate says, and a run with transport errors was
+    /// limited by the server: neither warns.
+    #[test]
+    fn only_an_error_free_closed_loop_warns() {
+        let mut r = report(Mode::Open, 100, 10_000, 1.0);
+        r.check_concurrency(10);
+        assert!(!warned(&r));
+        let mut r = report(Mode::Closed, 100, 10_000, 1.0);
+        r.errors.total = 1;
+        r.check_concurrency(10);
+        assert!(!warned(&r));
+    }
 }

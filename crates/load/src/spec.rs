@@ -99,7 +99,8 @@ pub struct LoadSpec {
     pub body_file: Option<PathBuf>,
     /// Closed-loop connections, or the initial connections of an open loop (default 10).
     pub connections: usize,
-    /// Worker threads (default: min(logical cores, connections)).
+    /// Worker threads (default: [`default_threads`]: half the usable cores, at least
+    /// one, at most one per connection).
     pub threads: Option<usize>,
     /// Recorded duration (default 10 s unless `requests` is set).
     pub duration: Option<Duration>,
@@ -254,7 +255,7 @@ impl LoadSpec {
     pub fn effective_threads(&self, connections: usize) -> usize {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         self.threads
-            .unwrap_or_else(|| cores.min(connections))
+            .unwrap_or_else(|| default_threads(cores, connections))
             .clamp(1, connections.max(1))
     }
 
@@ -597,9 +598,38 @@ pub(crate) fn uring_misfit(spec: &LoadSpec, tls: bool) -> Option<Phrase> {
     )
 }
 
+/// The default worker threads on a machine with `cores` usable cores (the affinity
+/// mask's, so a pinned run follows its CPUs): half of them, at least one, at most one
+/// per connection.
+///
+/// Why half: a load generator is most often run beside the server it measures (a
+/// laptop, a CI runner, one box of a lab), and every core the client takes is one the
+/// server cannot use. One thread keeps dozens of connections busy at well under a
+/// core (its work per request is a few µs, the rest is the server's and the kernel's):
+/// on a 2-core machine against nginx with 2 workers, `-c 10` did as many or more req/s
+/// with one thread as with two, at 0.7-0.8x the CPU per request (bench/http-vs-peers.sh,
+/// docs/benchmarks.md); two threads each sleep and wake for half the responses. On a
+/// bigger machine the rule still scales (8 threads on 16 cores), and `-t` overrides it
+/// for a remote server that leaves the whole machine to the client.
+pub fn default_threads(cores: usize, connections: usize) -> usize {
+    (cores / 2).max(1).min(connections.max(1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Half the cores, at least one, at most one per connection: one thread on a
+    /// 2-core machine, eight on 16 cores.
+    #[test]
+    fn default_threads_take_half_the_cores() {
+        assert_eq!(default_threads(2, 10), 1);
+        assert_eq!(default_threads(1, 10), 1);
+        assert_eq!(default_threads(16, 10), 8);
+        assert_eq!(default_threads(16, 4), 4);
+        assert_eq!(default_threads(64, 1000), 32);
+        assert_eq!(default_threads(8, 0), 1);
+    }
 
     #[test]
     fn ramp_targets() {

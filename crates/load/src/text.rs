@@ -75,6 +75,16 @@ fn summary(s: &mut String, r: &Report) {
     row(s, "Requests", format!("{:>12}", r.requests));
     row(s, "Duration", format!("{:>12.2} s", r.duration_s));
     row(s, "Throughput", format!("{:>12.2} req/s", r.rps));
+    if r.mode == Mode::Closed {
+        row(
+            s,
+            "In flight",
+            format!(
+                "{:>12.2}   (effective concurrency: req/s × mean latency, {} clock)",
+                r.effective_concurrency, r.latency_clock
+            ),
+        );
+    }
     row(s, "Transfer", format!("{:>12.2} MB/s", r.mbps));
     failures(s, r);
     let status: Vec<String> = r.status.iter().map(|(k, v)| format!("{k}: {v}")).collect();

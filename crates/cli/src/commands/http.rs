@@ -71,7 +71,7 @@ pub struct HttpArgs {
     #[arg(short = 'c', long, value_name = "N", default_value_t = 10)]
     pub connections: usize,
 
-    /// Worker threads [default: min(logical cores, connections)].
+    /// Worker threads [default: half the usable cores, at least 1, at most one per connection].
     #[arg(short = 't', long, value_name = "N")]
     pub threads: Option<usize>,
 

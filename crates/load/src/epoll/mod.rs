@@ -15,7 +15,8 @@
 //! closed loop, which has no schedule, keeps no timer.
 //!
 //! Latency is read on the user-space clock once per event, after the read that
-//! completed the response (one clock read also serves the next send).
+//! completed the response (one clock read also serves the next send) — the clock the
+//! io_uring driver reads too (`report::LATENCY_CLOCK`), so the engines measure alike.
 
 mod conn;
 

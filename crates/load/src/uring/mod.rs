@@ -1,36 +1,31 @@
 //! The io_uring driver: plain-http closed-loop load with one system call per loop turn.
 //!
 //! Why: on loopback, ~90 % of an epoll client's CPU is kernel time — a `write` and a
-//! `read` per request and an `epoll_wait` — and a large part of it is the scheduler:
-//! the thread sleeps and is woken about once per response. Here each turn queues the
-//! sends that the last completions called for and makes *one* `io_uring_enter`, which
-//! submits them and, if nothing is waiting, sleeps until a *batch* of responses has
-//! arrived. The ring is set up with `SINGLE_ISSUER | DEFER_TASKRUN`: completion work
-//! runs only inside that wait, on this thread, so the kernel wakes the worker once per
-//! batch, not once per response. Receives are multishot, armed once per connection
+//! `read` per request and an `epoll_wait`. Here each turn queues the sends that the
+//! last completions called for and makes *one* `io_uring_enter`, which submits them
+//! and, if no completion is waiting, sleeps until the first one arrives. The ring is
+//! set up with `SINGLE_ISSUER | DEFER_TASKRUN`: completion work runs only inside that
+//! wait, on this thread, so whatever arrived while the worker was busy is reaped in one
+//! go, without a wake-up each. Receives are multishot, armed once per connection
 //! (`rx`), so a request costs one queued send and a response one completion.
 //!
-//! The batch: a wait that has to sleep asks for [`BATCH_SHARE`] of the completions the
-//! worker can count on (connections with a request in flight or a connect), at least
-//! one, never more — and no more than arrive in [`BATCH_WAIT`] at the completion rate
-//! measured over the last few milliseconds, so against a slow server (or a stalling
-//! one: the rate falls) a response is not kept waiting for others for long. Completions
-//! that are already there (`IORING_SQ_TASKRUN`) are taken without sleeping.
+//! Closed loop means `c` in flight: a wait never asks for more than one completion.
+//! (It used to ask for half of those awaited, to be woken once per batch; the
+//! responses that had arrived then sat in the kernel until the batch was full, and with
+//! 10 connections only ~7 requests were in flight on average — a lighter experiment
+//! than the one asked for. The batching that is left is the kernel's: what arrives
+//! while the worker runs is taken by its next turn.)
 //!
 //! Deadlines: the coarse ones (timeout scan, tick, end) are kept by timer operations in
 //! the ring rather than by a timeout on each wait (see [`UringDriver::wait`]).
 //!
-//! Latency: a response that waits for the rest of its batch must not be charged that
-//! wait. So latency is not read on the user-space clock after the wake-up, as the epoll
-//! driver does, but taken from the kernel's software receive timestamp
-//! (`SO_TIMESTAMPNS`) of the data that completed the response — when its last segment
-//! reached the socket — converted from real time to the monotonic clock with an offset
-//! sampled once per turn (`rx::Clock`). That is more honest than a clock read after a
-//! wake-up: it leaves out the client's own scheduling delay. Only a step of the wall
-//! clock between a timestamp and the sample (NTP stepping it) could skew one batch; a
-//! response that comes without a timestamp (the kernel enables timestamping a moment
-//! after the first socket asks) is timed by the clock read after the wait. Requests are
-//! stamped when their submission goes in.
+//! Latency is read on the user-space monotonic clock, as on epoll, so both engines
+//! measure the same thing: the clock is read once per turn, right after the wait that
+//! handed the responses over; it stamps the responses completed in that turn and the
+//! requests that they free their connections to send. A request's latency therefore
+//! runs from the moment its connection was found free to the turn that reaped its
+//! response, the client's own queueing included, exactly as on epoll, where one clock
+//! read after a `read` serves the completed responses and the next `write`.
 //!
 //! Memory the kernel writes after a submission returns is only the ring of provided
 //! receive buffers, which the driver owns and frees after the io_uring is closed; at
@@ -49,7 +44,7 @@ use io_uring::opcode;
 use io_uring::squeue::{Entry, Flags};
 use io_uring::types::{CancelBuilder, Fd, SubmitArgs, TimeoutFlags, Timespec};
 use io_uring::IoUring;
-use rx::{Clock, RxRing};
+use rx::RxRing;
 use setup::build_ring;
 pub(crate) use setup::support;
 use std::io;
@@ -57,23 +52,10 @@ use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Share of the awaited completions a sleeping wait asks for
-/// (`BATCH_SHARE.0 / BATCH_SHARE.1`, rounded up). Measured against nginx with 10
-/// connections (`bench/http-vs-peers.sh`): 3/10, 1/2 and 7/10 cost about the same CPU
-/// per request, 1/2 kept the most req/s; waiting for all of them left the server idle
-/// (a third fewer req/s on a quiet machine).
-const BATCH_SHARE: (usize, usize) = (1, 2);
-/// About how long the first completion of a batch may wait for the rest: a batch asks
-/// for no more completions than arrive in this time at the measured rate.
-const BATCH_WAIT: Duration = Duration::from_micros(200);
-/// The completion rate is measured over windows of this length.
-const RATE_WINDOW: Duration = Duration::from_millis(2);
 /// Period of the backstop timer (see [`UringDriver::wait`]).
 const BACKSTOP: Duration = SCAN_EVERY;
 /// How long the final drain waits for cancelled receives.
 const DRAIN_FOR: Duration = Duration::from_secs(1);
-/// `IORING_RECVSEND_POLL_FIRST` (uapi): arm the poll before trying to receive.
-const RECVSEND_POLL_FIRST: u16 = 1;
 /// `IORING_ENTER_GETEVENTS` (uapi).
 const GETEVENTS: u32 = 1;
 /// The provided-buffer group of the receives.
@@ -123,16 +105,8 @@ pub(crate) struct UringDriver {
     /// The requests that sends point into.
     prepared: Arc<Prepared>,
     cqes: Vec<(u64, i32, u32)>,
-    /// Slots with requests queued since the last submission (see `UringConn::stamp`).
-    pub unstamped: Vec<usize>,
-    /// Connections that expect a completion: a response or a connect.
-    pub awaiting: usize,
     /// Multishot receives armed, those of dropped connections included.
     recvs: usize,
-    /// Mean time between completions, measured over `RATE_WINDOW`s.
-    gap: Duration,
-    window_start: Instant,
-    window_events: u32,
     /// The armed deadline timer: when it fires, and its number (user data).
     deadline_at: Option<(Instant, u32)>,
     deadline_ts: Box<Timespec>,
@@ -146,9 +120,7 @@ pub(crate) struct UringDriver {
 
 impl UringDriver {
     /// Queues `entries` (all or none), submitting what is queued first if the
-    /// submission queue is full. (That early submission goes in before the turn's
-    /// requests are stamped, so they would read a few µs late; the queue is sized so
-    /// that it does not happen in a normal turn.)
+    /// submission queue is full.
     fn push(&mut self, entries: &[Entry]) -> io::Result<()> {
         for _ in 0..2 {
             // SAFETY: every entry's memory satisfies the callers' contracts (see
@@ -187,12 +159,11 @@ impl UringDriver {
 
     /// Arms a multishot receive on `fd` into the provided buffers.
     pub fn push_recv(&mut self, fd: RawFd, user_data: u64) -> io::Result<()> {
-        let e = opcode::RecvMsgMulti::new(Fd(fd), &*self.rx.template, BUFFER_GROUP)
-            .ioprio(RECVSEND_POLL_FIRST)
+        let e = opcode::RecvMulti::new(Fd(fd), BUFFER_GROUP)
             .build()
             .user_data(user_data);
-        // The template is boxed in the ring of buffers, which outlives the io_uring;
-        // the kernel writes only into the provided buffers (see `rx`).
+        // The kernel writes only into the provided buffers, which outlive the io_uring
+        // (see `rx`).
         self.push(&[e])?;
         self.recvs += 1;
         Ok(())
@@ -219,29 +190,8 @@ impl UringDriver {
         }
     }
 
-    /// How many completions a sleeping wait asks for: a share of those awaited, no
-    /// more than arrive in [`BATCH_WAIT`] at the measured rate, at least one.
-    fn batch(&self) -> usize {
-        let (num, den) = BATCH_SHARE;
-        let share = (self.awaiting * num).div_ceil(den);
-        let by_rate = 1 + (BATCH_WAIT.as_nanos() / self.gap.as_nanos().max(1)) as usize;
-        share.min(by_rate).max(1)
-    }
-
-    /// Counts `n` completions reaped at `now` into the rate.
-    fn observe(&mut self, n: usize, now: Instant) {
-        self.window_events = self.window_events.saturating_add(n as u32);
-        let span = now.saturating_duration_since(self.window_start);
-        if span >= RATE_WINDOW {
-            let sample = span / self.window_events.max(1);
-            self.gap = (self.gap + sample) / 2;
-            self.window_start = now;
-            self.window_events = 0;
-        }
-    }
-
     /// Submits what is queued and, unless completions are already there, sleeps until
-    /// a batch of them has arrived or `deadline` has passed.
+    /// the first one arrives or `deadline` has passed.
     ///
     /// The deadline is kept by timer *operations*, not by a timeout on the wait
     /// (`IORING_ENTER_EXT_ARG`): a wait timeout sets up and cancels a kernel timer on
@@ -283,12 +233,9 @@ impl UringDriver {
             self.push(&[e])?;
             self.deadline_at = Some((deadline, self.deadlines_armed));
         }
-        let want = if self.ring.submission().taskrun() {
-            1 // completions are waiting: take them without sleeping
-        } else {
-            self.batch()
-        };
-        tolerate(self.ring.submitter().submit_and_wait(want))
+        // One completion is enough: a response that is in must free its connection now,
+        // not when others have joined it (closed loop means `c` in flight).
+        tolerate(self.ring.submitter().submit_and_wait(1))
     }
 
     /// A timer operation completed.
@@ -359,12 +306,7 @@ impl Driver for UringDriver {
             addrs,
             prepared: Arc::clone(&cfg.prepared),
             cqes: Vec::with_capacity(entries as usize),
-            unstamped: Vec::with_capacity(cfg.connections),
-            awaiting: 0,
             recvs: 0,
-            gap: BATCH_WAIT,
-            window_start: Instant::now(),
-            window_events: 0,
             deadline_at: None,
             deadline_ts: Box::new(Timespec::new()),
             deadlines_armed: 0,
@@ -380,30 +322,22 @@ impl Driver for UringDriver {
     }
 
     fn turn(w: &mut Worker<Self>, now: Instant, deadline: Instant) -> io::Result<()> {
-        let core = &mut w.core;
-        let d = &mut core.driver;
-        let mut now = now;
-        if !d.unstamped.is_empty() {
-            now = Instant::now();
-            for &i in &d.unstamped {
-                core.slots[i].conn.stamp(now);
-            }
-            d.unstamped.clear();
-        }
+        let d = &mut w.core.driver;
         d.wait(now, deadline)?;
-        let clock = Clock::read();
+        // The latency clock: one read serves every completion of the turn and the
+        // requests they free their connections to send (see the module doc).
+        let now = Instant::now();
         d.reap();
-        d.observe(d.cqes.len(), clock.now);
         for k in 0..w.core.driver.cqes.len() {
             let (user_data, res, flags) = w.core.driver.cqes[k];
-            complete(w, user_data, res, flags, &clock);
+            complete(w, user_data, res, flags, now);
         }
         Ok(())
     }
 }
 
 /// Handles one completion.
-fn complete(w: &mut Worker<UringDriver>, user_data: u64, res: i32, flags: u32, clock: &Clock) {
+fn complete(w: &mut Worker<UringDriver>, user_data: u64, res: i32, flags: u32, now: Instant) {
     let (op, gen, i) = decode(user_data);
     let core = &mut w.core;
     let d = &mut core.driver;
@@ -423,13 +357,13 @@ fn complete(w: &mut Worker<UringDriver>, user_data: u64, res: i32, flags: u32, c
             }
             return;
         }
-        let (res, at) = slot.conn.on_recv(d, res, flags, clock, &mut core.done);
-        core.record_done(i, at);
-        w.progress(i, res, clock.now);
+        let res = slot.conn.on_recv(d, res, flags, &mut core.done);
+        core.record_done(i, now);
+        w.progress(i, res, now);
     } else if op == Op::Connect as u64 {
         if slot.conn.awaits_connect(gen) {
             let res = slot.conn.on_connect(d, res);
-            w.progress(i, res, clock.now);
+            w.progress(i, res, now);
         }
     } else if op == Op::Send as u64 {
         // Only failed (or, impossibly with MSG_WAITALL, short) sends post completions.
@@ -439,7 +373,7 @@ fn complete(w: &mut Worker<UringDriver>, user_data: u64, res: i32, flags: u32, c
             } else {
                 crate::conn::ErrorKind::Closed
             };
-            w.progress(i, Err(kind), clock.now);
+            w.progress(i, Err(kind), now);
         }
     }
     // Cancel and close post completions only when they fail: nothing to do.
@@ -481,84 +415,14 @@ impl Drop for UringDriver {
     }
 }
 
-// The rule for a test whose tool or kernel feature is missing (a failure under
-// PERFLAB_REQUIRE), shared by every crate's tests: at the workspace root.
-#[cfg(test)]
-#[path = "../../../../tests/require.rs"]
-mod require;
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use io_uring::types::RecvMsgOut;
-    use std::io::Write;
-    use std::net::{TcpListener, TcpStream};
 
     #[test]
     fn user_data_round_trips() {
         let u = ud(Op::Recv, 70_000, GEN_MASK);
         assert_eq!(decode(u), (Op::Recv as u64, GEN_MASK, 70_000));
         assert_eq!(decode(ud(Op::Close, 0, 0)).0, Op::Close as u64);
-    }
-
-    /// A receive through the ring carries the kernel's receive timestamp, and it
-    /// converts to an instant between the write and the reaping of the completion.
-    #[test]
-    fn receives_carry_kernel_timestamps() {
-        if require::have(support()).is_none() {
-            return;
-        }
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        let (mut server, _) = listener.accept().unwrap();
-        let fd = OwnedFd::from(client);
-        conn::set_option(&fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS).unwrap();
-        let mut ring = build_ring(8).unwrap();
-        let mut rx = RxRing::new(4);
-        let (addr, count) = rx.descriptors();
-        // SAFETY: `rx` outlives the ring, which is dropped first (below).
-        unsafe {
-            ring.submitter()
-                .register_buf_ring_with_flags(addr, count, BUFFER_GROUP, 0)
-                .unwrap()
-        };
-        let e = opcode::RecvMsgMulti::new(Fd(fd.as_raw_fd()), &*rx.template, BUFFER_GROUP)
-            .build()
-            .user_data(7);
-        // SAFETY: the template and the buffers live in `rx`, which outlives the ring.
-        unsafe { ring.submission().push(&e).unwrap() };
-        ring.submit().unwrap();
-        // The kernel turns receive timestamping on for the first socket that asks from a
-        // work queue, a moment later: the first segments may come without one.
-        let give_up = Instant::now() + Duration::from_secs(2);
-        loop {
-            let before = Clock::read();
-            server.write_all(b"hello").unwrap();
-            ring.submit_and_wait(1).unwrap();
-            let after = Clock::read();
-            let c = ring.completion().next().unwrap();
-            assert_eq!(c.user_data(), 7);
-            assert!(io_uring::cqueue::more(c.flags()), "the receive stays armed");
-            let bid = io_uring::cqueue::buffer_select(c.flags()).unwrap();
-            let msg = RecvMsgOut::parse(rx.filled(bid, c.result() as usize), &rx.template).unwrap();
-            assert_eq!(msg.payload_data(), b"hello");
-            let ts = rx::timestamp(msg.control_data());
-            rx.give(bid);
-            let Some(ts) = ts else {
-                assert!(Instant::now() < give_up, "no receive timestamp");
-                std::thread::sleep(Duration::from_millis(5));
-                continue;
-            };
-            let at = after.instant(ts);
-            let slack = Duration::from_micros(200);
-            assert!(
-                at + slack >= before.now && at <= after.now,
-                "received {:?} after the write started, {:?} before the reap",
-                at.saturating_duration_since(before.now),
-                after.now.saturating_duration_since(at)
-            );
-            break;
-        }
-        drop(ring);
     }
 }

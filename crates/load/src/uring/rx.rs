@@ -1,6 +1,6 @@
-//! Receive buffers lent to the kernel, and the kernel's receive timestamps.
+//! Receive buffers lent to the kernel.
 //!
-//! Receives are *multishot* `IORING_OP_RECVMSG`s: one per connection, armed once, that
+//! Receives are *multishot* `IORING_OP_RECV`s: one per connection, armed once, that
 //! post a completion for every batch of bytes that arrives, each in a buffer the kernel
 //! picks from a ring of provided buffers ([`RxRing`], `IORING_REGISTER_PBUF_RING`).
 //! That spares each request the arming of a receive (its preparation, a poll of the
@@ -10,22 +10,15 @@
 //! never writes into memory a connection owns: only into the ring's buffers, which live
 //! as long as the driver — longer than the io_uring instance, which is closed first.
 //!
-//! Timestamps: every socket has `SO_TIMESTAMPNS`, so each completion that carries data
-//! also carries (as a control message, in the buffer beside the payload) the
-//! `CLOCK_REALTIME` time at which the kernel received the last segment read.
-//! [`Clock`] converts that to the monotonic [`Instant`] domain the rest of the engine
-//! measures in, with an offset sampled (`Instant::now` and `SystemTime::now` back to
-//! back) once per loop turn.
+//! Plain receives, not `RECVMSG`: no control messages are wanted (latency is taken on
+//! the user-space clock, as on epoll — see the driver's module doc — not from kernel
+//! receive timestamps), and a buffer then holds payload only.
 
 use io_uring::types::BufRingEntry;
 use std::alloc::Layout;
 use std::sync::atomic::{AtomicU16, Ordering};
-use std::time::{Duration, Instant, SystemTime};
 
-/// Control space reserved in every buffer: one `SCM_TIMESTAMPNS` (a 16-byte header and
-/// a 16-byte timespec) with room to spare.
-pub(crate) const CONTROL_LEN: usize = 64;
-/// Size of one provided buffer (the receive header, the control space, the payload).
+/// Size of one provided buffer (payload only).
 pub(crate) const BUF_LEN: usize = 4096;
 
 /// A ring of provided receive buffers (buffer group `group`).
@@ -38,8 +31,6 @@ pub(crate) struct RxRing {
     bufs_layout: Layout,
     count: u16,
     tail: u16,
-    /// The template the kernel lays each buffer out by (name and control lengths).
-    pub template: Box<libc::msghdr>,
 }
 
 impl RxRing {
@@ -64,9 +55,6 @@ impl RxRing {
         if entries.is_null() || bufs.is_null() {
             std::alloc::handle_alloc_error(layout);
         }
-        // SAFETY: all-zero bytes are a valid msghdr (null pointers, zero lengths).
-        let mut template: Box<libc::msghdr> = Box::new(unsafe { std::mem::zeroed() });
-        template.msg_controllen = CONTROL_LEN as _;
         let mut ring = RxRing {
             entries,
             layout,
@@ -74,7 +62,6 @@ impl RxRing {
             bufs_layout,
             count,
             tail: 0,
-            template,
         };
         for bid in 0..count {
             ring.give(bid);
@@ -136,128 +123,9 @@ impl Drop for RxRing {
     }
 }
 
-/// `CMSG_ALIGN`.
-const fn cmsg_align(n: usize) -> usize {
-    let a = std::mem::size_of::<usize>();
-    (n + a - 1) & !(a - 1)
-}
-
-/// The `SCM_TIMESTAMPNS` time in `control` (control messages as the kernel lays them
-/// out), as real time since the epoch.
-pub(crate) fn timestamp(control: &[u8]) -> Option<Duration> {
-    let head = cmsg_align(std::mem::size_of::<libc::cmsghdr>());
-    let ts_len = std::mem::size_of::<libc::timespec>();
-    let mut at = 0;
-    while at + head <= control.len() {
-        // SAFETY: a cmsghdr's worth of bytes lies within `control` at `at`, read unaligned.
-        let h: libc::cmsghdr = unsafe {
-            control
-                .as_ptr()
-                .add(at)
-                .cast::<libc::cmsghdr>()
-                .read_unaligned()
-        };
-        #[allow(clippy::unnecessary_cast)] // `cmsg_len` is a u32 on musl
-        let len = h.cmsg_len as usize;
-        if len < head || at + len > control.len() {
-            return None;
-        }
-        if h.cmsg_level == libc::SOL_SOCKET
-            && h.cmsg_type == libc::SCM_TIMESTAMPNS
-            && len >= head + ts_len
-        {
-            // SAFETY: the timespec lies within this message, inside `control`.
-            let ts: libc::timespec = unsafe {
-                control
-                    .as_ptr()
-                    .add(at + head)
-                    .cast::<libc::timespec>()
-                    .read_unaligned()
-            };
-            if ts.tv_sec <= 0 || !(0..1_000_000_000).contains(&ts.tv_nsec) {
-                return None;
-            }
-            return Some(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32));
-        }
-        at += cmsg_align(len);
-    }
-    None
-}
-
-/// The monotonic clock and the real-time clock read back to back: converts kernel
-/// receive timestamps (real time) to [`Instant`]s.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Clock {
-    /// The monotonic reading.
-    pub now: Instant,
-    /// The real-time reading, since the epoch.
-    real: Duration,
-}
-
-impl Clock {
-    /// Reads both clocks.
-    pub fn read() -> Clock {
-        let now = Instant::now();
-        let real = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap_or_default();
-        Clock { now, real }
-    }
-
-    /// The instant of real time `ts`, never later than the reading itself (a timestamp
-    /// "in the future" can only be a clock step or rounding; it counts as now).
-    pub fn instant(&self, ts: Duration) -> Instant {
-        match self.real.checked_sub(ts) {
-            Some(ago) => self.now.checked_sub(ago).unwrap_or(self.now),
-            None => self.now,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn real_time_converts_to_the_instant_that_far_back() {
-        let c = Clock::read();
-        let at = c.instant(c.real - Duration::from_millis(3));
-        assert_eq!(c.now - at, Duration::from_millis(3));
-        assert_eq!(c.instant(c.real + Duration::from_secs(1)), c.now);
-    }
-
-    /// Control messages as the kernel writes them: an unrelated one, then the timestamp.
-    #[test]
-    fn timestamp_is_found_among_control_messages() {
-        let head = cmsg_align(std::mem::size_of::<libc::cmsghdr>());
-        let mut control = vec![0u8; CONTROL_LEN];
-        let mut put = |at: usize, level: i32, kind: i32, data: &[u8]| {
-            let h = libc::cmsghdr {
-                cmsg_len: (head + data.len()) as _,
-                cmsg_level: level,
-                cmsg_type: kind,
-            };
-            // SAFETY: writes a cmsghdr inside `control` (checked by the slice below).
-            unsafe {
-                control[at..at + head]
-                    .as_mut_ptr()
-                    .cast::<libc::cmsghdr>()
-                    .write_unaligned(h)
-            };
-            control[at + head..at + head + data.len()].copy_from_slice(data);
-            at + cmsg_align(head + data.len())
-        };
-        let next = put(0, libc::IPPROTO_IP, 1, &[7; 4]);
-        let mut ts = [0u8; 16];
-        ts[..8].copy_from_slice(&1_700_000_000i64.to_ne_bytes());
-        ts[8..].copy_from_slice(&123_456_789i64.to_ne_bytes());
-        put(next, libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS, &ts);
-        assert_eq!(
-            timestamp(&control),
-            Some(Duration::new(1_700_000_000, 123_456_789))
-        );
-        assert_eq!(timestamp(&[0; CONTROL_LEN]), None, "no message, no time");
-    }
 
     #[test]
     fn given_buffers_come_back_in_order() {

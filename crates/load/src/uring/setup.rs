@@ -60,7 +60,7 @@ fn probe() -> Result<(), String> {
     for (code, what) in [
         (opcode::Connect::CODE, "CONNECT"),
         (opcode::Send::CODE, "SEND"),
-        (opcode::RecvMsg::CODE, "RECVMSG"),
+        (opcode::Recv::CODE, "RECV"),
         (opcode::AsyncCancel::CODE, "ASYNC_CANCEL"),
         (opcode::Close::CODE, "CLOSE"),
         (opcode::Timeout::CODE, "TIMEOUT"),
