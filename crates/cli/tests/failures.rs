@@ -144,6 +144,42 @@ fn show_and_compare_json_carry_the_engine_of_an_http_run() {
     assert_eq!(v["candidate"]["params"]["tls"], false, "{v}");
 }
 
+/// Two runs on different engines are not like with like: `perflab compare` says so,
+/// naming both engines, in the text and in the JSON's `params_differ`.
+#[test]
+fn comparing_an_io_uring_run_with_an_epoll_run_warns_naming_both() {
+    if let Err(why) = perflab_load::uring_support() {
+        require::missing(format!("io_uring is unavailable here: {why}"));
+        return;
+    }
+    let addr = http1_server();
+    let lab = Lab::new();
+    let url = format!("http://{addr}/");
+    for io in ["uring", "epoll"] {
+        let out = lab.run(&["http", &url, "-n", "200", "-c", "2", "--io", io]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+    let out = lab.run(&["compare", "1", "2"]);
+    let err = stderr(&out);
+    let warning = err
+        .lines()
+        .find(|l| l.starts_with("warning:") && l.contains(" io"))
+        .unwrap_or_else(|| panic!("no warning about io: {err}"));
+    assert!(
+        warning.contains("uring") && warning.contains("epoll"),
+        "{warning}"
+    );
+    let v = lab.json(&["compare", "1", "2", "--json"]);
+    let differ = v["params_differ"].as_array().cloned().unwrap_or_default();
+    let io = differ.iter().find(|d| d["param"] == "io");
+    let io = io.unwrap_or_else(|| panic!("no io in params_differ: {v}"));
+    assert_eq!(
+        (io["a"].as_str(), io["b"].as_str()),
+        (Some("uring"), Some("epoll")),
+        "{v}"
+    );
+}
+
 /// The number after `label` on the text line that starts with it (`  Failed requests   200`).
 fn count_after(text: &str, label: &str) -> u64 {
     let line = text

@@ -239,7 +239,15 @@ fn print_comparisons(
     } else {
         exp.workload.default_primary()
     };
-    crate::compare::print_against_baseline(store, run, &Baseline::First, &metrics, confidence)?;
+    let mut opts = perflab_analysis::CompareOptions {
+        confidence,
+        ..Default::default()
+    };
+    // `stop = "decided"`'s margin is the margin its verdicts are read with.
+    if let perflab_lab::experiment::Stop::Decided { equivalence } = exp.stop {
+        opts.equivalence = equivalence;
+    }
+    crate::compare::print_against_baseline(store, run, &Baseline::First, &metrics, &opts)?;
     Ok(())
 }
 

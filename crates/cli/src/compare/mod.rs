@@ -36,13 +36,9 @@ pub fn print_against_baseline(
     run: RunId,
     baseline: &Baseline,
     metrics: &[String],
-    confidence: f64,
+    opts: &CompareOptions,
 ) -> anyhow::Result<BaselineComparison> {
-    let opts = CompareOptions {
-        confidence,
-        ..CompareOptions::default()
-    };
-    let cmp = against_baseline(store, run, baseline, metrics, &opts).map_err(cli_error)?;
+    let cmp = against_baseline(store, run, baseline, metrics, opts).map_err(cli_error)?;
     for c in cmp.candidates.iter().filter(|c| !c.report.rows.is_empty()) {
         println!(
             "\n{} vs {} (baseline):",

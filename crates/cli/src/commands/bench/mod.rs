@@ -79,8 +79,8 @@ pub struct BenchArgs {
     #[arg(long, conflicts_with = "runs")]
     until_decided: bool,
 
-    /// With --until-decided: the margin within which two commands count as equivalent
-    /// (a percentage like `2%`, or a fraction like 0.02; default 2%).
+    /// With --until-decided: the margin within which two commands count as equivalent,
+    /// in percent (`2%` or `2`, as `perflab compare --equivalence`; default 2%).
     #[arg(long, value_name = "PCT", requires = "until_decided", value_parser = parse_margin)]
     equivalence: Option<f64>,
 
@@ -198,17 +198,20 @@ fn params(a: &BenchArgs) -> Result<Vec<Param>, InvalidInput> {
     Ok(out)
 }
 
-/// `2%`, `2 %` or `0.02`: a fraction strictly between 0 and 1.
+/// `2%`, `2 %` or `2` (percent, as `perflab compare --equivalence`): the fraction,
+/// strictly between 0 and 1.
 fn parse_margin(s: &str) -> Result<f64, String> {
     let t = s.trim();
-    let v = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|p| p / 100.0),
-        None => t.parse::<f64>(),
-    };
+    let v = t
+        .strip_suffix('%')
+        .unwrap_or(t)
+        .trim()
+        .parse::<f64>()
+        .map(|pct| pct / 100.0);
     match v {
         Ok(v) if v > 0.0 && v < 1.0 => Ok(v),
         _ => Err(format!(
-            "expected a percentage like 2% or a fraction like 0.02 (between 0 and 100 %), found {s:?}"
+            "expected a percentage like 2% (between 0 and 100 %), found {s:?}"
         )),
     }
 }
@@ -310,12 +313,18 @@ pub fn run(g: &Global, a: &BenchArgs) -> anyhow::Result<ExitCode> {
     let summaries = stats::summaries(&store, outcome.run_id, a.confidence)?;
     let results = export::load(&store, outcome.run_id, &spec.benches, summaries)?;
     let metrics: Vec<String> = METRICS.map(String::from).to_vec();
-    let mut comparisons: Vec<(usize, Vec<stats::Versus>)> =
-        stats::versus_baseline(&store, outcome.run_id, 0, &metrics, a.confidence)?
-            .into_iter()
-            .map(|(ordinal, rows)| (ordinal as usize, rows))
-            .filter(|(i, _)| *i < results.len())
-            .collect();
+    let mut comparisons: Vec<(usize, Vec<stats::Versus>)> = stats::versus_baseline(
+        &store,
+        outcome.run_id,
+        0,
+        &metrics,
+        a.confidence,
+        a.equivalence,
+    )?
+    .into_iter()
+    .map(|(ordinal, rows)| (ordinal as usize, rows))
+    .filter(|(i, _)| *i < results.len())
+    .collect();
     if let Some((_, decided)) = runner::decisions(&store, outcome.run_id, &exp)? {
         settle(&mut comparisons, &decided);
     }

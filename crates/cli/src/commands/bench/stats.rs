@@ -87,11 +87,15 @@ pub fn versus_baseline(
     baseline: u32,
     metrics: &[String],
     confidence: f64,
+    equivalence: Option<f64>,
 ) -> anyhow::Result<Vec<(u32, Vec<Versus>)>> {
-    let opts = CompareOptions {
+    let mut opts = CompareOptions {
         confidence,
         ..Default::default()
     };
+    if let Some(margin) = equivalence {
+        opts.equivalence = margin;
+    }
     let all = against_baseline(store, run, &Baseline::Ordinal(baseline), metrics, &opts)?;
     let mut out = Vec::new();
     for c in &all.candidates {
