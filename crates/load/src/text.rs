@@ -55,9 +55,10 @@ fn summary(s: &mut String, r: &Report) {
         s,
         "Mode",
         format!(
-            "{mode}, {} connections, {} threads, {}",
+            "{mode}, {} connections, {} thread{}, {}",
             r.connections,
             r.threads,
+            if r.threads == 1 { "" } else { "s" },
             r.io.name()
         ),
     );
