@@ -37,8 +37,9 @@ pub struct MwuResult {
     pub method: MwuMethod,
 }
 
-/// Average ranks (1-based) of the pooled sample and the sizes of the tie groups.
-fn average_ranks(pooled: &[f64]) -> (Vec<f64>, Vec<usize>) {
+/// Average ranks (1-based) of the pooled sample and the sizes of the tie groups
+/// (also the signed-rank test's ranks of |d|: `wilcoxon`).
+pub(crate) fn average_ranks(pooled: &[f64]) -> (Vec<f64>, Vec<usize>) {
     let mut order: Vec<usize> = (0..pooled.len()).collect();
     order.sort_by(|&i, &j| pooled[i].total_cmp(&pooled[j]));
     let mut ranks = vec![0.0; pooled.len()];

@@ -18,6 +18,7 @@
 
 use serde::Serialize;
 
+use crate::mwu::average_ranks;
 use crate::tdist::normal_sf;
 
 /// Largest number of non-zero differences for the exact distribution (scipy's cut).
@@ -100,28 +101,6 @@ fn exact_cdf(k: usize, n: usize) -> f64 {
     }
     let below: u64 = counts[..=k.min(max)].iter().sum();
     below as f64 / 2f64.powi(n as i32)
-}
-
-/// Average ranks (1-based) of `v` and the sizes of its tie groups.
-fn average_ranks(v: &[f64]) -> (Vec<f64>, Vec<usize>) {
-    let mut order: Vec<usize> = (0..v.len()).collect();
-    order.sort_by(|&i, &j| v[i].total_cmp(&v[j]));
-    let mut ranks = vec![0.0; v.len()];
-    let mut ties = Vec::new();
-    let mut start = 0;
-    while start < order.len() {
-        let mut end = start + 1;
-        while end < order.len() && v[order[end]] == v[order[start]] {
-            end += 1;
-        }
-        let rank = 0.5 * ((start + 1) + end) as f64;
-        for &i in &order[start..end] {
-            ranks[i] = rank;
-        }
-        ties.push(end - start);
-        start = end;
-    }
-    (ranks, ties)
 }
 
 #[cfg(test)]
