@@ -102,8 +102,8 @@ fn parse_alpha(s: &str) -> Result<f64, String> {
     }
 }
 
-fn parse_pct(s: &str) -> Result<f64, String> {
-    match s.trim().trim_end_matches('%').parse::<f64>() {
+pub(crate) fn parse_pct(s: &str) -> Result<f64, String> {
+    match s.trim().trim_end_matches('%').trim().parse::<f64>() {
         Ok(v) if v >= 0.0 && v.is_finite() => Ok(v),
         _ => Err(format!("expected a percentage ≥ 0, e.g. 5 or 5%; got {s}")),
     }

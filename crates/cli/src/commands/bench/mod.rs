@@ -198,18 +198,11 @@ fn params(a: &BenchArgs) -> Result<Vec<Param>, InvalidInput> {
     Ok(out)
 }
 
-/// `2%`, `2 %` or `2` (percent, as `perflab compare --equivalence`): the fraction,
+/// `2%`, `2 %` or `2`, read as `perflab compare --equivalence` reads it: the fraction,
 /// strictly between 0 and 1.
 fn parse_margin(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let v = t
-        .strip_suffix('%')
-        .unwrap_or(t)
-        .trim()
-        .parse::<f64>()
-        .map(|pct| pct / 100.0);
-    match v {
-        Ok(v) if v > 0.0 && v < 1.0 => Ok(v),
+    match crate::commands::compare::parse_pct(s)? {
+        pct if pct > 0.0 && pct < 100.0 => Ok(pct / 100.0),
         _ => Err(format!(
             "expected a percentage like 2% (between 0 and 100 %), found {s:?}"
         )),
