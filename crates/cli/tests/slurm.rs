@@ -148,12 +148,21 @@ fn ctrl_c_stops_every_task_and_leaves_no_worker() {
         .spawn()
         .unwrap();
     let (rx, mut said) = until_stderr_says(&mut child, "agents: go", Duration::from_secs(30));
-    // Both tasks run their load (their workers are alive) before Ctrl-C.
+    // Both tasks run their load (their workers are alive and connected to the
+    // server) before Ctrl-C; on a busy machine a worker that has only just
+    // connected may not have a response yet, so give the load a second to flow.
     assert!(
         wait_until(Duration::from_secs(10), || workers(&cluster).len() == 2),
         "{:?}",
         workers(&cluster)
     );
+    let port = server.url.rsplit(':').next().unwrap().trim_end_matches('/');
+    let port: u16 = port.parse().unwrap();
+    assert!(
+        wait_until(Duration::from_secs(10), || established_to(port) >= 2),
+        "the workers never connected to port {port}"
+    );
+    std::thread::sleep(Duration::from_secs(1));
     let t = Instant::now();
     // SAFETY: signalling the child this test started.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
@@ -189,6 +198,20 @@ fn ctrl_c_stops_every_task_and_leaves_no_worker() {
         cluster.jobs()
     );
     assert!(cluster.healthy(), "{}", cluster.log("slurmctld.log"));
+}
+
+/// Established connections whose local end is `port` (the server's side).
+fn established_to(port: u16) -> usize {
+    let local = format!(":{port:04X} ");
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .flat_map(|t| t.lines().skip(1).map(str::to_owned).collect::<Vec<_>>())
+        .filter(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() > 3 && format!("{} ", f[1]).ends_with(&local) && f[3] == "01"
+        })
+        .count()
 }
 
 /// Task `id`'s `perflab worker` (by the SLURM_PROCID in its environment).
