@@ -25,7 +25,9 @@
 
 pub mod across;
 pub mod compare;
+pub mod diffprof;
 pub mod doctor;
+pub mod evidence;
 pub mod facts;
 pub mod floor;
 pub mod format;
@@ -36,6 +38,7 @@ pub mod select;
 pub mod suite;
 pub mod summary;
 pub mod thresholds;
+pub mod why;
 
 pub use perflab_stats::{
     Basis, Better, CiMethod, CompareOptions, Comparison, GeoMean, Interaction, MetricKind, Outcome,
