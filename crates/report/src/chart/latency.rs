@@ -1,12 +1,13 @@
 //! Latency percentile distribution, HdrHistogram style: one curve per config from
 //! the merged `latency` histograms of its ok trials, percentile on a log scale of
-//! 1/(1−q) from 50 % to 99.999 %, latency in milliseconds.
+//! 1/(1−q) from 50 % to 99.999 %, latency in milliseconds — from zero, or on decades
+//! when the tail is over a hundred times the median ([`super::axis`]).
 
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
 
+use super::axis::Axis;
 use super::line::{render, LinePlot};
-use super::{domain, labelled, nice_ticks};
 
 /// Decodes a stored HdrHistogram (V2, optionally deflated); None when malformed.
 pub fn decode(bytes: &[u8]) -> Option<Histogram<u64>> {
@@ -52,21 +53,26 @@ pub fn chart(curves: &[(String, Histogram<u64>)]) -> Option<String> {
             (name.clone(), pts)
         })
         .collect();
-    let y_range = domain(
-        lines.iter().flat_map(|(_, p)| p.iter().map(|(_, y)| *y)),
-        true,
-    );
+    let ys: Vec<f64> = lines
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|(_, y)| *y))
+        .collect();
+    let axis = Axis::of(&ys, &[], true);
+    let lines = lines
+        .into_iter()
+        .map(|(n, p)| (n, p.into_iter().map(|(x, y)| (x, axis.at(y))).collect()))
+        .collect();
     Some(render(&LinePlot {
         title: "latency by percentile".into(),
         x_label: "percentile (%, log scale)".into(),
-        y_label: "latency (ms)".into(),
+        y_label: format!("latency (ms{})", axis.note()),
         x_range: (a, b),
-        y_range,
+        y_range: (axis.lo, axis.hi),
         x_ticks: TICKS
             .iter()
             .map(|(q, l)| (x_of(*q), l.to_string()))
             .collect(),
-        y_ticks: labelled(nice_ticks(y_range.0, y_range.1, 5)),
+        y_ticks: axis.ticks(5),
         lines,
     }))
 }

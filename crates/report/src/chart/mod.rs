@@ -3,12 +3,15 @@
 //! [`latency`] (HdrHistogram percentile curves) and [`series`] (telemetry over time)
 //! are built, and [`stacked`] (areas stacked over time: the CPU breakdown, whose parts
 //! add up to a total that lines would hide). This module holds what they share: the
-//! plot frame, nice tick values, axis drawing, the legend and the palette.
+//! plot frame, nice tick values, axis drawing, the legend and the palette; [`axis`]
+//! chooses a value axis from the data (never below zero for what cannot be negative,
+//! logarithmic where values span decades).
 //!
 //! Every chart is an `<svg class="chart">` with a `viewBox` (so it scales with the
 //! page and prints), text coloured by the page's CSS (light and dark), and two
 //! `axis-label` texts that name the quantity and its unit.
 
+pub mod axis;
 pub mod dots;
 pub mod knee;
 pub mod latency;

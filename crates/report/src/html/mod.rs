@@ -185,6 +185,10 @@ fn header(o: &mut String, d: &ReportData) {
 
 fn results(o: &mut String, d: &ReportData) {
     let _ = writeln!(o, "<h2>Results</h2>");
+    if suite::is_suite(d) {
+        suite::results(o, d);
+        return;
+    }
     let mean_head = format!("mean ± {} CI", d.level());
     let cols = ["config", "metric", &mean_head, "n", "CV", "median"];
     // The monitor's metrics (`cpu.*`, `sched.*`: names with a dot) in a folded table.
@@ -192,18 +196,7 @@ fn results(o: &mut String, d: &ReportData) {
         let mut body = String::new();
         for c in &d.configs {
             for m in c.metrics.iter().filter(|m| m.name.contains('.') == system) {
-                let Some(s) = &m.summary else { continue };
-                let _ = writeln!(
-                    body,
-                    "<tr><td>{}</td><td>{} {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-                    esc(&c.label),
-                    esc(&m.name),
-                    arrow(&m.better),
-                    esc(&mean_ci(s, &m.unit)),
-                    s.n,
-                    cv(s),
-                    esc(&value(s.median, &m.unit))
-                );
+                body.push_str(&metric_row(&c.label, m, &m.name).unwrap_or_default());
             }
         }
         if body.is_empty() {
@@ -221,6 +214,26 @@ fn results(o: &mut String, d: &ReportData) {
     }
 }
 
+/// A results row: config, metric (shown as `name`) with its direction, mean ± CI,
+/// n, CV and median; None without a summary.
+pub(super) fn metric_row(
+    config: &str,
+    m: &crate::data::MetricSample,
+    name: &str,
+) -> Option<String> {
+    let s = m.summary.as_ref()?;
+    Some(format!(
+        "<tr><td>{}</td><td>{} {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+        esc(config),
+        esc(name),
+        arrow(&m.better),
+        esc(&mean_ci(s, &m.unit)),
+        s.n,
+        cv(s),
+        esc(&value(s.median, &m.unit))
+    ))
+}
+
 /// Metrics drawn as charts: all but the per-function profile shares.
 fn charted(name: &str) -> bool {
     !name.starts_with("fn:")
@@ -236,33 +249,76 @@ fn charts(o: &mut String, d: &ReportData) {
         return;
     }
     let _ = writeln!(o, "<h2>Metrics</h2>");
+    // The workload's own metrics first; the monitor's (`cpu.*`, `sched.*`, ...,
+    // dozens of them) folded away below, so the page leads with what was measured.
+    let (telemetry, workload): (Vec<_>, Vec<_>) =
+        names.into_iter().partition(|(n, _, _)| n.contains('.'));
+    let (svgs, zero) = metric_charts(d, &workload);
+    o.push_str(&svgs);
+    o.push_str(&zero_note(&zero));
+    if !telemetry.is_empty() {
+        let (svgs, zero) = metric_charts(d, &telemetry);
+        let _ = writeln!(
+            o,
+            "<details><summary>System metrics from the monitor ({} charts)</summary>",
+            svgs.matches("<svg").count()
+        );
+        o.push_str(&svgs);
+        o.push_str(&zero_note(&zero));
+        o.push_str("</details>\n");
+    }
+}
+
+/// The charts of these metrics, and the names of those left out because every trial
+/// of every config measured 0; a metric no config has a value of is left out too.
+fn metric_charts(d: &ReportData, names: &[&(String, String, String)]) -> (String, Vec<String>) {
     let level = d.level();
-    let chart = |(name, unit, better): &(String, String, String)| {
+    let (mut svgs, mut zero) = (String::new(), Vec::new());
+    for (name, unit, better) in names {
         let rows: Vec<(&str, Option<&crate::data::MetricSample>)> = d
             .configs
             .iter()
             .map(|c| (c.label.as_str(), c.metric(name)))
             .collect();
-        dots::chart(name, unit, better, &rows, &level) + "\n"
-    };
-    // The workload's own metrics first; the monitor's (`cpu.*`, `sched.*`, ...,
-    // dozens of them) folded away below, so the page leads with what was measured.
-    let (telemetry, workload): (Vec<_>, Vec<_>) =
-        names.into_iter().partition(|(n, _, _)| n.contains('.'));
-    for m in workload {
-        o.push_str(&chart(m));
+        match dots::content(&rows) {
+            dots::Content::Points => {
+                svgs.push_str(&dots::chart(name, unit, better, &rows, &level));
+                svgs.push('\n');
+            }
+            dots::Content::AllZero => zero.push(name.clone()),
+            dots::Content::Empty => {}
+        }
     }
-    if !telemetry.is_empty() {
+    (svgs, zero)
+}
+
+/// One line instead of empty charts: error counts that stayed 0 say "no errors",
+/// any other metric that did is named as always 0.
+fn zero_note(zero: &[String]) -> String {
+    let (errors, other): (Vec<&String>, Vec<&String>) =
+        zero.iter().partition(|n| n.contains("error"));
+    let list = |v: &[&String]| {
+        v.iter()
+            .map(|n| format!("<code>{}</code>", esc(n)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut o = String::new();
+    if !errors.is_empty() {
         let _ = writeln!(
             o,
-            "<details><summary>System metrics from the monitor ({} charts)</summary>",
-            telemetry.len()
+            "<p class=\"no-errors\">No errors: {} 0 in every trial of every config (no chart).</p>",
+            list(&errors) + if errors.len() == 1 { " was" } else { " were" }
         );
-        for m in telemetry {
-            o.push_str(&chart(m));
-        }
-        o.push_str("</details>\n");
     }
+    if !other.is_empty() {
+        let _ = writeln!(
+            o,
+            "<p class=\"muted\">0 in every trial of every config (no chart): {}.</p>",
+            list(&other)
+        );
+    }
+    o
 }
 
 fn comparison(o: &mut String, d: &ReportData) {

@@ -1,21 +1,72 @@
 //! The machine suite's page (`perflab suite machine`, `kind = "suite"`): the memory
 //! curve as a line over block sizes on a log axis, then each group's scores as bars
 //! with their confidence whiskers and every trial as a point — one chart per group and
-//! unit, since GB/s and op/s share no axis. The generic per-metric charts are left out
-//! for a suite run: each would list every item and measure one group.
+//! unit, since GB/s and op/s share no axis (on decades when a group's items span them:
+//! RSA-4096 signs beside Ed25519's). The generic per-metric charts are left out for a
+//! suite run: each would list every item and measure one group.
+//!
+//! The results table lists each item once, with its score under the name of the
+//! figure it copies (`gb_s (score)`): the suite stores the score as a metric of its
+//! own beside the figure it was taken from, and listing both showed every item twice.
+//! An item's other figures (compress's ratio, decompression speed) and the monitor's
+//! are folded below it.
 
 use std::fmt::Write;
 
 use perflab_analysis::suite;
 
+use super::{head, metric_row};
+use crate::chart::axis::Axis;
+use crate::chart::dots;
 use crate::chart::line::{render, LinePlot};
-use crate::chart::{domain, dots, labelled, nice_ticks};
-use crate::data::{MetricSample, ReportData};
+use crate::data::{ConfigData, MetricSample, ReportData};
 use crate::format::esc;
 
 /// Whether the run is a machine-suite run (its configs are items with a score).
 pub(super) fn is_suite(d: &ReportData) -> bool {
     suite::kind_of(&d.export).is_some()
+}
+
+/// The results of a suite run: one row per item, its score; the rest folded.
+pub(super) fn results(o: &mut String, d: &ReportData) {
+    let mean_head = format!("mean ± {} CI", d.level());
+    let (mut scores, mut rest) = (String::new(), String::new());
+    for c in &d.configs {
+        let twin = score_twin(c);
+        let item = c.label.strip_prefix("item=").unwrap_or(&c.label);
+        if let Some(score) = c.metric("score") {
+            let name = twin.map_or("score".to_string(), |t| format!("{t} (score)"));
+            scores.push_str(&metric_row(item, score, &name).unwrap_or_default());
+        }
+        for m in &c.metrics {
+            if m.name != "score" && Some(m.name.as_str()) != twin {
+                rest.push_str(&metric_row(item, m, &m.name).unwrap_or_default());
+            }
+        }
+    }
+    for (body, folded) in [(scores, None), (rest, Some("Other figures of the items"))] {
+        if body.is_empty() {
+            continue;
+        }
+        if let Some(summary) = folded {
+            let _ = write!(o, "<details><summary>{summary}</summary>");
+        }
+        head(o, &["item", "metric", &mean_head, "n", "CV", "median"]);
+        o.push_str(&body);
+        o.push_str("</tbody></table>\n");
+        if folded.is_some() {
+            o.push_str("</details>\n");
+        }
+    }
+}
+
+/// The metric an item's `score` copies: same unit, same values, trial by trial.
+fn score_twin(c: &ConfigData) -> Option<&str> {
+    let score = c.metric("score")?;
+    c.metrics
+        .iter()
+        .find(|m| m.name != "score" && m.unit == score.unit && m.values == score.values)
+        .map(|m| m.name.as_str())
 }
 
 pub(super) fn section(o: &mut String, d: &ReportData) {
@@ -54,6 +105,9 @@ pub(super) fn section(o: &mut String, d: &ReportData) {
     for (group, unit, items) in &charts {
         let rows: Vec<(&str, Option<&MetricSample>)> =
             items.iter().map(|(l, m)| (l.as_str(), Some(*m))).collect();
+        if dots::content(&rows) != dots::Content::Points {
+            continue;
+        }
         let _ = writeln!(
             o,
             "<h3>{} <span class=\"muted\">({})</span></h3>",
@@ -118,18 +172,23 @@ fn memory_curve(curves: &[suite::Curve]) -> Option<String> {
         x_ticks.push((f64::from(e), suite::block_label(1u64 << e.clamp(0, 62))));
         e += if x1 - x0 > 10.0 { 2 } else { 1 };
     }
-    let y_range = domain(
-        lines.iter().flat_map(|(_, p)| p.iter().map(|(_, y)| *y)),
-        true,
-    );
+    let ys: Vec<f64> = lines
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|(_, y)| *y))
+        .collect();
+    let axis = Axis::of(&ys, &[], true);
+    let lines = lines
+        .into_iter()
+        .map(|(n, p)| (n, p.into_iter().map(|(x, y)| (x, axis.at(y))).collect()))
+        .collect();
     Some(render(&LinePlot {
         title: "memory bandwidth by block size (one thread)".into(),
-        x_label: "block size (log scale) — small blocks stay in the caches".into(),
-        y_label: "GB/s".into(),
+        x_label: "block size (bytes, log scale) — small blocks stay in the caches".into(),
+        y_label: format!("bandwidth (GB/s{})", axis.note()),
         x_range: (x0, x1),
-        y_range,
+        y_range: (axis.lo, axis.hi),
         x_ticks,
-        y_ticks: labelled(nice_ticks(y_range.0, y_range.1, 5)),
+        y_ticks: axis.ticks(5),
         lines,
     }))
 }
