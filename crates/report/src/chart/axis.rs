@@ -22,6 +22,9 @@ use super::{domain, labelled, nice_ticks};
 /// Values whose largest is more than this many times their smallest get a log axis.
 pub const LOG_SPAN: f64 = 100.0;
 
+/// How much of a decade a bar chart's log axis keeps below its smallest value.
+pub const BAR_ROOM: f64 = 0.3;
+
 /// A value axis: its range in plot coordinates and whether they are log10.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Axis {
@@ -37,10 +40,20 @@ impl Axis {
     /// `non_negative` quantity's axis starts at 0 (linear) and its bounds below zero
     /// are clipped; bounds that do not fit a log axis are clipped at its floor.
     pub fn of(values: &[f64], bounds: &[f64], non_negative: bool) -> Axis {
+        Axis::build(values, bounds, non_negative, 0.0)
+    }
+
+    /// [`Axis::of`] for bars, which start at the axis floor: a log axis keeps at
+    /// least [`BAR_ROOM`] of a decade below the smallest value, so its bar is seen.
+    pub fn bars(values: &[f64], bounds: &[f64], non_negative: bool) -> Axis {
+        Axis::build(values, bounds, non_negative, BAR_ROOM)
+    }
+
+    fn build(values: &[f64], bounds: &[f64], non_negative: bool, room: f64) -> Axis {
         let finite = || values.iter().copied().filter(|v| v.is_finite());
         if spans_decades(values) {
             let positive = finite().chain(bounds.iter().copied().filter(|b| *b > 0.0));
-            let (lo, hi) = decades(positive);
+            let (lo, hi) = decades(positive, room);
             return Axis { log: true, lo, hi };
         }
         let clip = |b: f64| if non_negative { b.max(0.0) } else { b };
@@ -125,9 +138,9 @@ pub fn spans_decades(values: &[f64]) -> bool {
     max / min > LOG_SPAN
 }
 
-/// Whole decades (log10) around positive values, with at least 0.3 of a decade below
-/// the smallest so that its bar, which starts at the floor, can be seen.
-fn decades(values: impl Iterator<Item = f64>) -> (f64, f64) {
+/// Whole decades (log10) around positive values, with at least `room` of a decade
+/// below the smallest.
+fn decades(values: impl Iterator<Item = f64>, room: f64) -> (f64, f64) {
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     for v in values.filter(|v| v.is_finite() && *v > 0.0) {
         lo = lo.min(v.log10());
@@ -136,7 +149,7 @@ fn decades(values: impl Iterator<Item = f64>) -> (f64, f64) {
     if !lo.is_finite() {
         return (0.0, 1.0);
     }
-    let lo = (lo - 0.3).floor();
+    let lo = (lo - room).floor();
     let hi = hi.ceil().max(lo + 1.0);
     (lo, hi)
 }
@@ -186,7 +199,7 @@ mod tests {
 
     #[test]
     fn values_over_decades_get_a_log_axis_with_decade_ticks() {
-        let a = Axis::of(&[134.0, 40_000.0, 2_500_000.0], &[-20.0, 3e6], true);
+        let a = Axis::bars(&[134.0, 40_000.0, 2_500_000.0], &[-20.0, 3e6], true);
         assert!(a.log);
         assert_eq!((a.lo, a.hi), (1.0, 7.0));
         let labels: Vec<String> = a.ticks(5).into_iter().map(|t| t.1).collect();
@@ -197,8 +210,11 @@ mod tests {
         assert_eq!(a.at(-20.0), a.lo);
         assert!(a.below(-20.0));
         assert_eq!(a.note(), ", log scale");
-        // 100 exactly at the floor: the floor moves a decade down.
-        assert_eq!(Axis::of(&[100.0, 1e5], &[], true).lo, 1.0);
+        // 100 exactly at the floor: for bars the floor moves a decade down, for a
+        // line it stays.
+        assert_eq!(Axis::bars(&[100.0, 1e5], &[], true).lo, 1.0);
+        assert_eq!(Axis::of(&[100.0, 1e5], &[], true).lo, 2.0);
+        assert_eq!(Axis::of(&[0.163, 415.5], &[], true).lo, -1.0);
     }
 
     #[test]

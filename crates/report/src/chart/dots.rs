@@ -81,7 +81,7 @@ pub fn chart(
         .filter(|s| s.n >= 2)
         .flat_map(|s| [s.ci_low, s.ci_high])
         .collect();
-    let axis = Axis::of(
+    let axis = Axis::bars(
         &[values.as_slice(), &means].concat(),
         &bounds,
         non_negative(metric, &values),

@@ -9,7 +9,7 @@
 //! figure it copies (`gb_s (score)`): the suite stores the score as a metric of its
 //! own beside the figure it was taken from, and listing both showed every item twice.
 //! An item's other figures (compress's ratio, decompression speed) and the monitor's
-//! are folded below it.
+//! are folded below it, apart.
 
 use std::fmt::Write;
 
@@ -30,21 +30,28 @@ pub(super) fn is_suite(d: &ReportData) -> bool {
 /// The results of a suite run: one row per item, its score; the rest folded.
 pub(super) fn results(o: &mut String, d: &ReportData) {
     let mean_head = format!("mean ± {} CI", d.level());
-    let (mut scores, mut rest) = (String::new(), String::new());
+    // Scores, the items' other figures, the monitor's (`cpu.*`: names with a dot).
+    let mut bodies = [String::new(), String::new(), String::new()];
     for c in &d.configs {
         let twin = score_twin(c);
         let item = c.label.strip_prefix("item=").unwrap_or(&c.label);
         if let Some(score) = c.metric("score") {
             let name = twin.map_or("score".to_string(), |t| format!("{t} (score)"));
-            scores.push_str(&metric_row(item, score, &name).unwrap_or_default());
+            bodies[0].push_str(&metric_row(item, score, &name).unwrap_or_default());
         }
         for m in &c.metrics {
             if m.name != "score" && Some(m.name.as_str()) != twin {
-                rest.push_str(&metric_row(item, m, &m.name).unwrap_or_default());
+                let row = metric_row(item, m, &m.name).unwrap_or_default();
+                bodies[if m.name.contains('.') { 2 } else { 1 }].push_str(&row);
             }
         }
     }
-    for (body, folded) in [(scores, None), (rest, Some("Other figures of the items"))] {
+    let folds = [
+        None,
+        Some("Other figures of the items"),
+        Some("System metrics from the monitor"),
+    ];
+    for (body, folded) in bodies.iter().zip(folds) {
         if body.is_empty() {
             continue;
         }
@@ -52,7 +59,7 @@ pub(super) fn results(o: &mut String, d: &ReportData) {
             let _ = write!(o, "<details><summary>{summary}</summary>");
         }
         head(o, &["item", "metric", &mean_head, "n", "CV", "median"]);
-        o.push_str(&body);
+        o.push_str(body);
         o.push_str("</tbody></table>\n");
         if folded.is_some() {
             o.push_str("</details>\n");
