@@ -116,7 +116,7 @@ impl Axis {
             .collect()
     }
 
-    /// What an axis label adds after the unit: `, log scale` on a log axis.
+    /// What an axis label adds after its `(unit)`: `, log scale` on a log axis.
     pub fn note(&self) -> &'static str {
         if self.log {
             ", log scale"

@@ -116,7 +116,7 @@ pub fn chart(
         &f,
         &axis.ticks(6),
         &format!(
-            "{metric} ({}{}) — {dir}",
+            "{metric} ({}){} — {dir}",
             unit_name(unit, &values),
             axis.note()
         ),

@@ -65,7 +65,7 @@ pub fn chart(curves: &[(String, Histogram<u64>)]) -> Option<String> {
     Some(render(&LinePlot {
         title: "latency by percentile".into(),
         x_label: "percentile (%, log scale)".into(),
-        y_label: format!("latency (ms{})", axis.note()),
+        y_label: format!("latency (ms){}", axis.note()),
         x_range: (a, b),
         y_range: (axis.lo, axis.hi),
         x_ticks: TICKS

@@ -191,7 +191,7 @@ fn memory_curve(curves: &[suite::Curve]) -> Option<String> {
     Some(render(&LinePlot {
         title: "memory bandwidth by block size (one thread)".into(),
         x_label: "block size (bytes, log scale) — small blocks stay in the caches".into(),
-        y_label: format!("bandwidth (GB/s{})", axis.note()),
+        y_label: format!("bandwidth (GB/s){}", axis.note()),
         x_range: (x0, x1),
         y_range: (axis.lo, axis.hi),
         x_ticks,
