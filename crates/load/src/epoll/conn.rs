@@ -103,11 +103,7 @@ impl EpollConn {
         let (Some(h2), Some(stream)) = (&mut self.h2, &mut self.stream) else {
             return Ok(());
         };
-        match h2.flush(|b| stream.write(b)) {
-            Ok(()) => stream.push_pending().map_err(|e| io_kind(&e)),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
-            Err(e) => Err(io_kind(&e)),
-        }
+        write_h2(h2, stream)
     }
 
     fn read_available(
@@ -161,7 +157,7 @@ impl EpollConn {
                 Ok(0) => return h2.on_eof(done),
                 Ok(n) => {
                     h2.end += n;
-                    h2.process(&self.buf, prepared, done, failed)?;
+                    process_h2(h2, stream, &self.buf, prepared, done, failed)?;
                     if n < space && !hangup && drains {
                         return Ok(Progress::Moved);
                     }
@@ -322,6 +318,43 @@ impl EpollConn {
     }
 }
 
+/// Writes `h2`'s frames waiting on `stream` (and TLS records rustls holds) until done
+/// or the socket would block.
+fn write_h2(h2: &mut H2, stream: &mut Transport) -> Result<(), ErrorKind> {
+    match h2.flush(|b| stream.write(b)) {
+        Ok(()) => stream.push_pending().map_err(|e| io_kind(&e)),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
+        Err(e) => Err(io_kind(&e)),
+    }
+}
+
+/// Handles the frames read into `buf`. When the control replies they make pass their
+/// bound, writes them before going on; a socket that does not take enough of them
+/// fails the connection ([`ErrorKind::OutputQueueFull`]). A connection error's GOAWAY
+/// is written if the socket takes it.
+fn process_h2(
+    h2: &mut H2,
+    stream: &mut Transport,
+    buf: &[u8],
+    prepared: &Prepared,
+    done: &mut Vec<(Sent, Completed)>,
+    failed: &mut Vec<(Sent, ErrorKind)>,
+) -> Result<(), ErrorKind> {
+    loop {
+        if let Err(k) = h2.process(buf, prepared, done, failed) {
+            let _ = write_h2(h2, stream);
+            return Err(k);
+        }
+        if !h2.control_over_bound() {
+            return Ok(());
+        }
+        write_h2(h2, stream)?;
+        if h2.control_over_bound() {
+            return Err(ErrorKind::OutputQueueFull);
+        }
+    }
+}
+
 /// Whether a short read means the socket is drained (plain sockets only).
 fn stream_drains(s: &Option<Transport>) -> bool {
     s.as_ref().is_some_and(Transport::short_read_drains)
@@ -410,6 +443,13 @@ impl Connection for EpollConn {
         match &self.h2 {
             Some(h) => h.oldest(),
             None => self.x.in_flight.front(),
+        }
+    }
+
+    fn each_in_flight(&self, f: &mut dyn FnMut(&Sent)) {
+        match &self.h2 {
+            Some(h) => h.each_in_flight(f),
+            None => self.x.in_flight.iter().for_each(f),
         }
     }
 
