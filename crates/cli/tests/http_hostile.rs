@@ -57,18 +57,24 @@ struct Hostile {
 
 impl Hostile {
     fn start(script: Script) -> Hostile {
+        Self::start_with(script, None)
+    }
+
+    /// With `rcvbuf` as the accepted sockets' SO_RCVBUF (a server that never reads is
+    /// full sooner with a small one).
+    fn start_with(script: Script, rcvbuf: Option<libc::c_int>) -> Hostile {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        // A small receive buffer: a server that never reads is full sooner.
-        let small: libc::c_int = 4096;
-        // SAFETY: setsockopt on our own listener with a valid int option.
-        unsafe {
-            libc::setsockopt(
-                listener.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVBUF,
-                (&small as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            );
+        if let Some(size) = rcvbuf {
+            // SAFETY: setsockopt on our own listener with a valid int option.
+            unsafe {
+                libc::setsockopt(
+                    listener.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    libc::SO_RCVBUF,
+                    (&size as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                );
+            }
         }
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap();
@@ -187,8 +193,19 @@ fn next_request(s: &mut TcpStream, stop: &AtomicBool, seen: &AtomicU64) -> Optio
 
 /// Reads (and drops) whatever comes until the client closes.
 fn read_to_end(s: &mut TcpStream, stop: &AtomicBool) {
-    let mut sink = [0u8; 4096];
-    while read_full(s, &mut sink[..1], stop) {}
+    let mut sink = [0u8; 64 * 1024];
+    while !stop.load(Ordering::SeqCst) {
+        match s.read(&mut sink) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return,
+        }
+    }
 }
 
 /// HEADERS without END_HEADERS on the request's stream, then CONTINUATION frames of
@@ -222,6 +239,25 @@ fn ping_flood(s: &mut TcpStream, stop: &AtomicBool, seen: &AtomicU64) {
     while write_full(s, &burst, stop) {}
 }
 
+/// PINGs as fast as the client reads them, its ACKs read (and dropped) as they come,
+/// so its socket drains: the flood never ends by itself.
+fn draining_ping_flood(s: &mut TcpStream, stop: &AtomicBool, seen: &AtomicU64) {
+    if !open_h2(s, stop) || next_request(s, stop, seen).is_none() {
+        return;
+    }
+    let Ok(mut r) = s.try_clone() else { return };
+    let done = Arc::new(AtomicBool::new(false));
+    let d = Arc::clone(&done);
+    let reader = std::thread::spawn(move || read_to_end(&mut r, &d));
+    let mut burst = Vec::new();
+    for i in 0..4096u64 {
+        burst.extend(frame(PING, 0, 0, &i.to_be_bytes()));
+    }
+    while write_full(s, &burst, stop) {}
+    done.store(true, Ordering::SeqCst);
+    let _ = reader.join();
+}
+
 /// A WINDOW_UPDATE of 2^31-1 on the first request's stream (its window passes the
 /// maximum: a stream error), then on the connection at the next request.
 fn window_overflow(s: &mut TcpStream, stop: &AtomicBool, seen: &AtomicU64) {
@@ -252,6 +288,21 @@ fn silent_h2(s: &mut TcpStream, stop: &AtomicBool, seen: &AtomicU64) {
 /// HTTP/1.1 accepted and read, never answered.
 fn silent_h1(s: &mut TcpStream, stop: &AtomicBool, _seen: &AtomicU64) {
     read_to_end(s, stop);
+}
+
+/// HTTP/1.1: a response head promising a body of a terabyte, then body bytes as fast
+/// as the client takes them.
+fn endless_h1_body(s: &mut TcpStream, stop: &AtomicBool, _seen: &AtomicU64) {
+    let mut head = [0u8; 16];
+    if !read_full(s, &mut head, stop) {
+        return;
+    }
+    let start = b"HTTP/1.1 200 OK\r\nContent-Length: 1000000000000\r\n\r\n";
+    if !write_full(s, start, stop) {
+        return;
+    }
+    let chunk = vec![b'x'; 64 * 1024];
+    while write_full(s, &chunk, stop) {}
 }
 
 /// What one bounded run of `perflab http` came to.
@@ -363,11 +414,21 @@ fn endless_continuation_is_bounded_and_counted() {
 
 #[test]
 fn ping_flood_with_a_non_draining_socket_is_bounded_and_counted() {
-    let srv = Hostile::start(ping_flood);
+    let srv = Hostile::start_with(ping_flood, Some(4096));
     let lab = Lab::new();
     let o = run_bounded(&lab, &srv.url(), &["--http2"]);
     let r = assert_bounded(&o);
     assert!(kind(r, "output_queue_full") > 0, "{r:#}");
+}
+
+/// The end of the run is kept even while a connection never stops delivering frames.
+#[test]
+fn draining_ping_flood_does_not_hold_the_run() {
+    let srv = Hostile::start(draining_ping_flood);
+    let lab = Lab::new();
+    let o = run_bounded(&lab, &srv.url(), &["--http2"]);
+    let r = assert_bounded(&o);
+    assert_eq!(kind(r, "stalled"), 2, "{r:#}");
 }
 
 #[test]
@@ -392,6 +453,18 @@ fn all_requests_stalled_over_h2_exit_4() {
     assert_eq!(kind(r, "stalled"), 8, "{r:#}");
     assert_eq!(r["errors"]["timeout"], 8, "{r:#}");
     assert_eq!(r["cancelled_at_end"], 0, "{r:#}");
+}
+
+/// The same over HTTP/1.1, on each I/O engine: a body that never ends.
+#[test]
+fn endless_h1_body_does_not_hold_the_run() {
+    let srv = Hostile::start(endless_h1_body);
+    let lab = Lab::new();
+    for io in ["epoll", "auto"] {
+        let o = run_bounded(&lab, &srv.url(), &["--io", io]);
+        let r = assert_bounded(&o);
+        assert_eq!(kind(r, "stalled"), 2, "{r:#}");
+    }
 }
 
 #[test]

@@ -59,7 +59,16 @@ pub(crate) struct EpollConn {
     h2_window: u32,
     /// Why the connect failed, for the report.
     failure: Option<Phrase>,
+    /// The last event stopped reading at [`READS_PER_EVENT`] with bytes still coming:
+    /// the driver reads again next turn without waiting for an edge.
+    pub read_again: bool,
 }
+
+/// The most reads one readiness event makes on one connection. A server that sends
+/// without pause (a flood of PINGs or of body bytes, read as fast as it comes) would
+/// otherwise keep the loop on its socket forever: past the end of the run, with the
+/// other connections starved.
+const READS_PER_EVENT: usize = 32;
 
 fn io_kind(e: &io::Error) -> ErrorKind {
     match e.kind() {
@@ -111,7 +120,8 @@ impl EpollConn {
         done: &mut Vec<(Sent, Completed)>,
         hangup: bool,
     ) -> Result<Progress, ErrorKind> {
-        loop {
+        self.read_again = false;
+        for _ in 0..READS_PER_EVENT {
             self.x.make_room(&mut self.buf);
             let space = self.buf.len() - self.x.end;
             let stream = self.stream.as_mut().ok_or(ErrorKind::Closed)?;
@@ -136,9 +146,12 @@ impl EpollConn {
                 Err(e) => return Err(io_kind(&e)),
             }
         }
+        self.read_again = true;
+        Ok(Progress::Moved)
     }
 
-    /// Reads and handles HTTP/2 frames until the socket is drained.
+    /// Reads and handles HTTP/2 frames until the socket is drained (or
+    /// [`READS_PER_EVENT`] reads).
     fn read_h2(
         &mut self,
         prepared: &Prepared,
@@ -147,10 +160,11 @@ impl EpollConn {
         hangup: bool,
     ) -> Result<Progress, ErrorKind> {
         let drains = stream_drains(&self.stream);
+        self.read_again = false;
         let (Some(h2), Some(stream)) = (&mut self.h2, &mut self.stream) else {
             return Err(ErrorKind::Closed);
         };
-        loop {
+        for _ in 0..READS_PER_EVENT {
             h2.make_room(&mut self.buf);
             let space = self.buf.len() - h2.end;
             match stream.read(&mut self.buf[h2.end..]) {
@@ -167,6 +181,8 @@ impl EpollConn {
                 Err(e) => return Err(io_kind(&e)),
             }
         }
+        self.read_again = true;
+        Ok(Progress::Moved)
     }
 
     /// The bytes can flow: HTTP/1.1 is ready now; HTTP/2 sends its preface and waits.
@@ -377,6 +393,7 @@ impl Connection for EpollConn {
             streams: 1,
             h2_window: crate::spec::DEFAULT_H2_WINDOW,
             failure: None,
+            read_again: false,
         }
     }
 
@@ -421,6 +438,7 @@ impl Connection for EpollConn {
         self.state = ConnState::Connecting;
         self.phase = Phase::Tcp;
         self.connect_started = now;
+        self.read_again = false;
         Ok(())
     }
 
@@ -487,6 +505,7 @@ impl Connection for EpollConn {
         self.state = ConnState::Down;
         self.phase = Phase::Tcp;
         self.write = None;
+        self.read_again = false;
         let h2 = self.h2.take().map_or(0, |h| h.in_flight());
         h2 + self.x.reset()
     }
