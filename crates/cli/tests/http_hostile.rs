@@ -316,6 +316,8 @@ struct Outcome {
 
 /// Runs `perflab http --json -d 3s ARGS URL`, waiting for it with `wait4` (its own peak
 /// RSS) until the duration plus the slack, killing it (by pid) past that.
+// The child is reaped by `wait4` (for its rusage), not by `Child::wait`.
+#[allow(clippy::zombie_processes)]
 fn run_bounded(lab: &Lab, url: &str, args: &[&str]) -> Outcome {
     let duration = format!("{DURATION_S}s");
     let mut child = lab
