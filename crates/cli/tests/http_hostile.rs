@@ -285,7 +285,7 @@ fn silent_h2(s: &mut TcpStream, stop: &AtomicBool, seen: &AtomicU64) {
     while next_request(s, stop, seen).is_some() {}
 }
 
-/// HTTP/1.1 accepted and read, never answered.
+/// Accepted and read, never answered (HTTP/1.1; or HTTP/2 without even SETTINGS).
 fn silent_h1(s: &mut TcpStream, stop: &AtomicBool, _seen: &AtomicU64) {
     read_to_end(s, stop);
 }
@@ -455,6 +455,20 @@ fn all_requests_stalled_over_h2_exit_4() {
     assert_eq!(kind(r, "stalled"), 8, "{r:#}");
     assert_eq!(r["errors"]["timeout"], 8, "{r:#}");
     assert_eq!(r["cancelled_at_end"], 0, "{r:#}");
+}
+
+/// A server that accepts and never sends a byte, not even its SETTINGS: the
+/// connections never open (the connect timeout, 5 s, outlasts the run), yet TCP was
+/// made, so the run exits 4 with each stuck connection a stalled request — not 0 with
+/// nothing counted, and not 1.
+#[test]
+fn a_server_silent_from_the_start_stalls_over_h2_exit_4() {
+    let srv = Hostile::start(silent_h1);
+    let lab = Lab::new();
+    let o = run_bounded(&lab, &srv.url(), &["--http2"]);
+    let r = assert_bounded(&o);
+    assert_eq!(kind(r, "stalled"), 2, "{r:#}");
+    assert_eq!(r["connections_opened"], 0, "{r:#}");
 }
 
 /// The same over HTTP/1.1, on each I/O engine: a body that never ends.

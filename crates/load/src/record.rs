@@ -54,6 +54,10 @@ pub(crate) struct Totals {
     /// (µs, from its intended send, as latency is measured): the report counts those
     /// past the stalled bound as errors (`report::stalled_after`).
     pub end_ages: Histogram<u64>,
+    /// How long each connection still connecting when the run ended had been at it
+    /// (µs): past the stalled bound it counts as one stalled request (a server that
+    /// accepted and never finished the TLS or HTTP/2 opening).
+    pub connect_ages: Histogram<u64>,
     pub late: u64,
     pub reconnects: u64,
     pub connections_opened: u64,
@@ -114,6 +118,7 @@ impl Default for Totals {
             errors: [0; ERROR_KINDS],
             cancelled_at_end: 0,
             end_ages: new_histogram(),
+            connect_ages: new_histogram(),
             late: 0,
             reconnects: 0,
             connections_opened: 0,
@@ -140,6 +145,7 @@ impl Totals {
         }
         self.cancelled_at_end += o.cancelled_at_end;
         let _ = self.end_ages.add(&o.end_ages);
+        let _ = self.connect_ages.add(&o.connect_ages);
         self.late += o.late;
         self.reconnects += o.reconnects;
         self.connections_opened += o.connections_opened;

@@ -122,8 +122,9 @@ pub struct ErrorKinds {
     #[serde(default)]
     pub flow_control: u64,
     /// Requests still unanswered at the end of the run after more than
-    /// [`stalled_after`] (the ones under it stay `cancelled_at_end`); under
-    /// [`Errors::timeout`].
+    /// [`stalled_after`] (the ones under it stay `cancelled_at_end`), and one for each
+    /// connection still connecting for that long (TCP made, the TLS or HTTP/2 opening
+    /// never finished); under [`Errors::timeout`].
     #[serde(default)]
     pub stalled: u64,
 }
@@ -137,8 +138,8 @@ pub fn stalled_after(p99_us: u64) -> std::time::Duration {
 /// The floor of [`stalled_after`].
 const STALLED_FLOOR: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// How many of the requests cut off by the end waited past [`stalled_after`] the
-/// run's p99 (`ages` and `hist` in µs).
+/// How many of the requests (or connects) cut off by the end waited past
+/// [`stalled_after`] the run's p99 (`ages` and `hist` in µs).
 fn stalled(ages: &Histogram<u64>, hist: &Histogram<u64>) -> u64 {
     let p99 = if hist.is_empty() {
         0
@@ -341,9 +342,10 @@ impl Report {
             series,
             elapsed,
         } = Merged::of(phases);
-        let stalled = stalled(&totals.end_ages, &hist);
-        totals.errors[ErrorKind::Stalled as usize] += stalled;
-        totals.cancelled_at_end = totals.cancelled_at_end.saturating_sub(stalled);
+        let stalled_requests = stalled(&totals.end_ages, &hist);
+        let stalled_connects = stalled(&totals.connect_ages, &hist);
+        totals.errors[ErrorKind::Stalled as usize] += stalled_requests + stalled_connects;
+        totals.cancelled_at_end = totals.cancelled_at_end.saturating_sub(stalled_requests);
         let error_kinds = ErrorKinds::from_counts(&totals.errors);
         let errors = Errors::from_kinds(&error_kinds, totals.errors.iter().sum());
         let per_sec = |x: f64| if elapsed > 0.0 { x / elapsed } else { 0.0 };

@@ -513,6 +513,10 @@ impl<D: Driver> Worker<D> {
             // had waited decides, once the run's p99 is known, whether it stalled.
             let totals = &mut core.rec.totals;
             for s in &core.slots {
+                if s.conn.state() == ConnState::Connecting {
+                    let age = now.saturating_duration_since(s.conn.connect_started());
+                    totals.connect_ages.saturating_record(micros(age));
+                }
                 s.conn.each_in_flight(&mut |sent| {
                     if sent.record {
                         totals.cancelled_at_end += 1;
