@@ -33,7 +33,8 @@
 //!   is bounded: [`MAX_HEADER_LIST`] bytes (advertised as SETTINGS_MAX_HEADER_LIST_SIZE;
 //!   an encoded block is never larger than the list it encodes) and [`MAX_BLOCK_FRAMES`]
 //!   frames (empty CONTINUATIONs add no bytes). More is a connection error,
-//!   [`ErrorKind::HeaderBlockTooLarge`];
+//!   [`ErrorKind::HeaderBlockTooLarge`] (the gathering and decoding of blocks is the
+//!   child module `headers`);
 //! - the replies this side owes — PING and SETTINGS acknowledgements, WINDOW_UPDATEs,
 //!   RST_STREAMs — queue while the socket cannot take them; past [`MAX_CONTROL_QUEUE`]
 //!   bytes (the server's bound too) [`H2::process`] stops, the connection tries to
@@ -451,68 +452,6 @@ impl H2 {
         Ok(())
     }
 
-    /// HEADERS: a whole header block, or the first part of one.
-    fn headers_frame(
-        &mut self,
-        h: &Head,
-        payload: &[u8],
-        done: &mut Vec<(Sent, Completed)>,
-        failed: &mut Vec<(Sent, ErrorKind)>,
-    ) -> Result<(), ErrorKind> {
-        if h.stream == 0 {
-            return Err(ErrorKind::Malformed);
-        }
-        let block = frame::unpad(h, payload).map_err(protocol_error)?;
-        let end_stream = h.has(flag::END_STREAM);
-        if h.has(flag::END_HEADERS) {
-            self.headers(h.stream, end_stream, block, n_bytes(h), done, failed)?;
-        } else {
-            self.partial = Some((h.stream, end_stream));
-            self.block.clear();
-            self.block_frames = 1;
-            self.grow_block(block)?;
-        }
-        Ok(())
-    }
-
-    /// CONTINUATION: more of the header block a HEADERS frame began.
-    fn continuation(
-        &mut self,
-        h: &Head,
-        payload: &[u8],
-        done: &mut Vec<(Sent, Completed)>,
-        failed: &mut Vec<(Sent, ErrorKind)>,
-    ) -> Result<(), ErrorKind> {
-        let Some((id, end_stream)) = self.partial else {
-            return Err(ErrorKind::Malformed);
-        };
-        if id != h.stream {
-            return Err(ErrorKind::Malformed);
-        }
-        self.block_frames += 1;
-        self.grow_block(payload)?;
-        if h.has(flag::END_HEADERS) {
-            self.partial = None;
-            let block = std::mem::take(&mut self.block);
-            let bytes = (block.len() + HEAD_LEN) as u64;
-            let r = self.headers(id, end_stream, &block, bytes, done, failed);
-            self.block = block;
-            r?;
-        }
-        Ok(())
-    }
-
-    /// Adds `part` to the header block being gathered, within its bounds.
-    fn grow_block(&mut self, part: &[u8]) -> Result<(), ErrorKind> {
-        if self.block_frames > MAX_BLOCK_FRAMES
-            || self.block.len() + part.len() > MAX_HEADER_LIST as usize
-        {
-            return Err(ErrorKind::HeaderBlockTooLarge);
-        }
-        self.block.extend_from_slice(part);
-        Ok(())
-    }
-
     /// SETTINGS: apply the server's, acknowledge, and send what waited for them.
     fn settings(&mut self, h: &Head, payload: &[u8], prepared: &Prepared) -> Result<(), ErrorKind> {
         if h.stream != 0 {
@@ -574,40 +513,6 @@ impl H2 {
         Ok(())
     }
 
-    /// A whole header block for stream `id` (decoded always: the HPACK table must stay
-    /// in step with the server's even for streams no longer tracked).
-    fn headers(
-        &mut self,
-        id: u32,
-        end_stream: bool,
-        block: &[u8],
-        bytes: u64,
-        done: &mut Vec<(Sent, Completed)>,
-        failed: &mut Vec<(Sent, ErrorKind)>,
-    ) -> Result<(), ErrorKind> {
-        let mut status = None;
-        self.decoder
-            .decode_only(
-                block,
-                |n| n == b":status",
-                |_, v| status = std::str::from_utf8(v).ok().and_then(|v| v.parse().ok()),
-            )
-            .map_err(protocol_error)?;
-        let Some(k) = self.find(id) else {
-            return Ok(());
-        };
-        let s = &mut self.streams[k];
-        s.bytes += bytes;
-        match status {
-            Some(st) if st >= 200 && s.status == 0 => s.status = st,
-            _ => {} // 1xx, or trailers
-        }
-        if end_stream {
-            self.complete(k, done, failed);
-        }
-        Ok(())
-    }
-
     /// Stream `k` ended: a response, or a malformed one when it had no status.
     fn complete(
         &mut self,
@@ -649,5 +554,6 @@ fn n_bytes(h: &Head) -> u64 {
     (HEAD_LEN as u32 + h.len) as u64
 }
 
+mod headers;
 #[cfg(test)]
 mod tests;
