@@ -56,6 +56,18 @@ pub(crate) enum ErrorKind {
     StreamReset,
     /// HTTP/2: the server's GOAWAY left the request unprocessed.
     GoAway,
+    /// HTTP/2: a header block (HEADERS and its CONTINUATIONs) over the client's bound,
+    /// in bytes or in frames: a connection error.
+    HeaderBlockTooLarge,
+    /// HTTP/2: the control-frame replies (PING and SETTINGS acknowledgements, window
+    /// updates) queued for a socket that does not drain passed their bound.
+    OutputQueueFull,
+    /// HTTP/2: a WINDOW_UPDATE or SETTINGS took a flow-control window past 2^31-1
+    /// (FLOW_CONTROL_ERROR, RFC 9113 §6.9.1, §6.9.2).
+    FlowControl,
+    /// Still unanswered at the end of the run after far longer than the run's answers
+    /// took (see `crate::report::stalled_after`). Counted only at the end.
+    Stalled,
 }
 
 /// The protocol a connection speaks once connected.
@@ -129,6 +141,8 @@ pub(crate) trait Connection {
     fn in_flight(&self) -> usize;
     /// The oldest request in flight.
     fn oldest(&self) -> Option<&Sent>;
+    /// Calls `f` for every request in flight (the end of a run judges each).
+    fn each_in_flight(&self, f: &mut dyn FnMut(&Sent));
     /// The server announced it will close after the last response.
     fn closing(&self) -> bool;
     /// Writes request `target` (`batch`: the pipelined batch of `count` requests).

@@ -26,6 +26,27 @@
 //! they have; a frame that breaks the protocol fails the connection as
 //! [`ErrorKind::Malformed`]. SETTINGS_MAX_CONCURRENT_STREAMS caps [`H2::free`]. Server
 //! push is refused (SETTINGS_ENABLE_PUSH = 0), so a PUSH_PROMISE is a protocol error.
+//!
+//! Bounds against a hostile server (`perflab http` is pointed at servers nobody here
+//! controls), so that memory stays bounded whatever it sends:
+//! - a header block — HEADERS and its CONTINUATIONs — is held until it is whole, so it
+//!   is bounded: [`MAX_HEADER_LIST`] bytes (advertised as SETTINGS_MAX_HEADER_LIST_SIZE;
+//!   an encoded block is never larger than the list it encodes) and [`MAX_BLOCK_FRAMES`]
+//!   frames (empty CONTINUATIONs add no bytes). More is a connection error,
+//!   [`ErrorKind::HeaderBlockTooLarge`] (the gathering and decoding of blocks is the
+//!   child module `headers`);
+//! - the replies this side owes — PING and SETTINGS acknowledgements, WINDOW_UPDATEs,
+//!   RST_STREAMs — queue while the socket cannot take them; past [`MAX_CONTROL_QUEUE`]
+//!   bytes (the server's bound too) [`H2::process`] stops, the connection tries to
+//!   write, and if that does not bring the queue back under the bound it is closed,
+//!   [`ErrorKind::OutputQueueFull`];
+//! - a WINDOW_UPDATE (or a SETTINGS_INITIAL_WINDOW_SIZE change) that takes a window
+//!   past 2^31-1 is a FLOW_CONTROL_ERROR (RFC 9113 §6.9.1, §6.9.2): a stream error
+//!   (RST_STREAM, its request fails) for a stream's window, a connection error for the
+//!   connection's, both [`ErrorKind::FlowControl`].
+//!
+//! A connection error queues a GOAWAY with its code ([`H2::goaway_code`]), which the
+//! connection writes if it can before it closes.
 
 use crate::conn::{ErrorKind, Progress, Sent};
 use crate::parse::Completed;
@@ -40,6 +61,17 @@ pub(crate) const READ_BUF: usize = 64 * 1024;
 const MAX_FRAME: u32 = perflab_h2::MIN_FRAME_SIZE;
 /// The highest stream id a client may open.
 const LAST_ID: u32 = (1 << 31) - 1;
+/// The largest header block accepted, in bytes (HEADERS and CONTINUATION payloads), and
+/// the SETTINGS_MAX_HEADER_LIST_SIZE advertised: 64 KiB, far above a real response
+/// head and small enough to hold for every connection of a run.
+pub(crate) const MAX_HEADER_LIST: u32 = 64 * 1024;
+/// The most frames one header block may take (HEADERS + CONTINUATIONs): a 64 KiB
+/// block in frames of the default 16 KiB takes 4; 64 leaves room for servers that
+/// split finer and still stops a stream of empty CONTINUATIONs at once.
+pub(crate) const MAX_BLOCK_FRAMES: u32 = 64;
+/// The most bytes of control-frame replies that may wait for a socket that does not
+/// drain (the server's bound too).
+pub(crate) const MAX_CONTROL_QUEUE: usize = 128 * 1024;
 
 /// A request in flight.
 #[derive(Debug)]
@@ -87,6 +119,13 @@ pub(crate) struct H2 {
     /// A header block waiting for its CONTINUATION frames: stream, END_STREAM.
     partial: Option<(u32, bool)>,
     block: Vec<u8>,
+    /// Frames of the header block in `partial` so far.
+    block_frames: u32,
+    /// Bytes of control-frame replies in `out[out_pos..]` (at most: after a partial
+    /// write, the bytes left), bounded by [`MAX_CONTROL_QUEUE`].
+    control: usize,
+    /// The error code of the GOAWAY a connection error queued.
+    pub goaway_code: Option<u32>,
     /// Some stream still has body bytes to send.
     bodies_pending: bool,
 }
@@ -115,6 +154,9 @@ impl H2 {
             closing: false,
             partial: None,
             block: Vec::new(),
+            block_frames: 0,
+            control: 0,
+            goaway_code: None,
             bodies_pending: false,
         };
         h.out.extend_from_slice(perflab_h2::PREFACE);
@@ -123,6 +165,7 @@ impl H2 {
             &[
                 (settings::ENABLE_PUSH, 0),
                 (settings::INITIAL_WINDOW_SIZE, window),
+                (settings::MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST),
             ],
         );
         if window > perflab_h2::DEFAULT_WINDOW {
@@ -154,6 +197,10 @@ impl H2 {
 
     pub fn oldest(&self) -> Option<&Sent> {
         self.streams.first().map(|s| &s.sent)
+    }
+
+    pub fn each_in_flight(&self, f: &mut dyn FnMut(&Sent)) {
+        self.streams.iter().for_each(|s| f(&s.sent));
     }
 
     /// Queues request `target` on a new stream.
@@ -227,7 +274,27 @@ impl H2 {
     }
 
     /// Writes queued frames with `write` until none is left or it would block.
-    pub fn flush(&mut self, mut write: impl FnMut(&[u8]) -> io::Result<usize>) -> io::Result<()> {
+    pub fn flush(&mut self, write: impl FnMut(&[u8]) -> io::Result<usize>) -> io::Result<()> {
+        let r = self.write_out(write);
+        // What is left holds at most that many bytes of control replies.
+        self.control = self.control.min(self.out.len() - self.out_pos);
+        r
+    }
+
+    /// The control-frame replies waiting are over [`MAX_CONTROL_QUEUE`]: the
+    /// connection must write them before [`H2::process`] goes on, or close.
+    pub fn control_over_bound(&self) -> bool {
+        self.control > MAX_CONTROL_QUEUE
+    }
+
+    /// Queues a control-frame reply with `frame` (counted against the bound).
+    fn reply(&mut self, frame: impl FnOnce(&mut Vec<u8>)) {
+        let before = self.out.len();
+        frame(&mut self.out);
+        self.control += self.out.len() - before;
+    }
+
+    fn write_out(&mut self, mut write: impl FnMut(&[u8]) -> io::Result<usize>) -> io::Result<()> {
         while self.out_pos < self.out.len() {
             match write(&self.out[self.out_pos..]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
@@ -255,7 +322,9 @@ impl H2 {
     }
 
     /// Handles every whole frame in `buf[start..end]`: completed responses go to
-    /// `done`, failed requests to `failed`. An error fails the connection.
+    /// `done`, failed requests to `failed`. An error fails the connection (and queues a
+    /// GOAWAY saying why). Stops early, frames left unhandled, once the control replies
+    /// waiting pass their bound ([`H2::control_over_bound`]).
     pub fn process(
         &mut self,
         buf: &[u8],
@@ -263,9 +332,32 @@ impl H2 {
         done: &mut Vec<(Sent, Completed)>,
         failed: &mut Vec<(Sent, ErrorKind)>,
     ) -> Result<(), ErrorKind> {
-        while let Some((h, n)) =
-            frame::next(&buf[self.start..self.end], MAX_FRAME).map_err(protocol_error)?
-        {
+        let r = self.frames(buf, prepared, done, failed);
+        if let Err(k) = r {
+            let code = match k {
+                ErrorKind::FlowControl => perflab_h2::code::FLOW_CONTROL_ERROR,
+                ErrorKind::HeaderBlockTooLarge => perflab_h2::code::ENHANCE_YOUR_CALM,
+                _ => perflab_h2::code::PROTOCOL_ERROR,
+            };
+            self.goaway_code = Some(code);
+            frame::goaway_frame(&mut self.out, 0, code);
+        }
+        r
+    }
+
+    fn frames(
+        &mut self,
+        buf: &[u8],
+        prepared: &Prepared,
+        done: &mut Vec<(Sent, Completed)>,
+        failed: &mut Vec<(Sent, ErrorKind)>,
+    ) -> Result<(), ErrorKind> {
+        while !self.control_over_bound() {
+            let Some((h, n)) =
+                frame::next(&buf[self.start..self.end], MAX_FRAME).map_err(protocol_error)?
+            else {
+                break;
+            };
             let payload = &buf[self.start + HEAD_LEN..self.start + n];
             self.start += n;
             self.frame(h, payload, prepared, done, failed)?;
@@ -304,7 +396,7 @@ impl H2 {
             kind::PING => {
                 let data: [u8; 8] = payload.try_into().map_err(protocol_error)?;
                 if !h.has(flag::ACK) {
-                    frame::ping(&mut self.out, true, data);
+                    self.reply(|out| frame::ping(out, true, data));
                 }
             }
             kind::GOAWAY => {
@@ -318,7 +410,7 @@ impl H2 {
                     !lost
                 });
             }
-            kind::WINDOW_UPDATE => self.window_update(&h, payload, prepared)?,
+            kind::WINDOW_UPDATE => self.window_update(&h, payload, prepared, failed)?,
             kind::PUSH_PROMISE => return Err(ErrorKind::Malformed), // push is disabled
             _ => {} // PRIORITY and unknown frame types are ignored
         }
@@ -339,7 +431,8 @@ impl H2 {
         frame::unpad(h, payload).map_err(protocol_error)?;
         self.unacked += h.len;
         if self.unacked >= self.window / 2 {
-            frame::window_update(&mut self.out, 0, self.unacked);
+            let n = self.unacked;
+            self.reply(|out| frame::window_update(out, 0, n));
             self.unacked = 0;
         }
         if let Some(k) = self.find(h.stream) {
@@ -350,60 +443,12 @@ impl H2 {
             } else {
                 s.unacked += h.len;
                 if s.unacked >= self.window / 2 {
-                    frame::window_update(&mut self.out, s.id, s.unacked);
+                    let (id, n) = (s.id, s.unacked);
                     s.unacked = 0;
+                    self.reply(|out| frame::window_update(out, id, n));
                 }
             }
         } // else: a stream no longer tracked (reset); its bytes only count above
-        Ok(())
-    }
-
-    /// HEADERS: a whole header block, or the first part of one.
-    fn headers_frame(
-        &mut self,
-        h: &Head,
-        payload: &[u8],
-        done: &mut Vec<(Sent, Completed)>,
-        failed: &mut Vec<(Sent, ErrorKind)>,
-    ) -> Result<(), ErrorKind> {
-        if h.stream == 0 {
-            return Err(ErrorKind::Malformed);
-        }
-        let block = frame::unpad(h, payload).map_err(protocol_error)?;
-        let end_stream = h.has(flag::END_STREAM);
-        if h.has(flag::END_HEADERS) {
-            self.headers(h.stream, end_stream, block, n_bytes(h), done, failed)?;
-        } else {
-            self.partial = Some((h.stream, end_stream));
-            self.block.clear();
-            self.block.extend_from_slice(block);
-        }
-        Ok(())
-    }
-
-    /// CONTINUATION: more of the header block a HEADERS frame began.
-    fn continuation(
-        &mut self,
-        h: &Head,
-        payload: &[u8],
-        done: &mut Vec<(Sent, Completed)>,
-        failed: &mut Vec<(Sent, ErrorKind)>,
-    ) -> Result<(), ErrorKind> {
-        let Some((id, end_stream)) = self.partial else {
-            return Err(ErrorKind::Malformed);
-        };
-        if id != h.stream {
-            return Err(ErrorKind::Malformed);
-        }
-        self.block.extend_from_slice(payload);
-        if h.has(flag::END_HEADERS) {
-            self.partial = None;
-            let block = std::mem::take(&mut self.block);
-            let bytes = (block.len() + HEAD_LEN) as u64;
-            let r = self.headers(id, end_stream, &block, bytes, done, failed);
-            self.block = block;
-            r?;
-        }
         Ok(())
     }
 
@@ -415,67 +460,56 @@ impl H2 {
         if h.has(flag::ACK) {
             return Ok(());
         }
-        let delta = self.peer.apply(payload).map_err(protocol_error)?;
+        let delta = self.peer.apply(payload).map_err(|e| {
+            if e.code == perflab_h2::code::FLOW_CONTROL_ERROR {
+                ErrorKind::FlowControl
+            } else {
+                ErrorKind::Malformed
+            }
+        })?;
         for s in &mut self.streams {
             s.window += delta;
+            if s.window > i64::from(perflab_h2::MAX_WINDOW) {
+                return Err(ErrorKind::FlowControl); // §6.9.2: a connection error
+            }
         }
-        frame::settings_ack(&mut self.out);
+        self.reply(frame::settings_ack);
         self.settled = true;
         self.send_bodies(prepared);
         Ok(())
     }
 
-    /// WINDOW_UPDATE: more room to send request bodies.
+    /// WINDOW_UPDATE: more room to send request bodies. Past 2^31-1 it is a
+    /// FLOW_CONTROL_ERROR: of the connection for its window, of the stream for one
+    /// stream's (reset, its request failed).
     fn window_update(
         &mut self,
         h: &Head,
         payload: &[u8],
         prepared: &Prepared,
+        failed: &mut Vec<(Sent, ErrorKind)>,
     ) -> Result<(), ErrorKind> {
-        let inc = frame::window_increment(payload).map_err(protocol_error)?;
+        let inc = i64::from(frame::window_increment(payload).map_err(protocol_error)?);
         if inc == 0 {
             return Err(ErrorKind::Malformed);
         }
+        let max = i64::from(perflab_h2::MAX_WINDOW);
         if h.stream == 0 {
-            self.send_window += i64::from(inc);
+            if self.send_window + inc > max {
+                return Err(ErrorKind::FlowControl);
+            }
+            self.send_window += inc;
         } else if let Some(k) = self.find(h.stream) {
-            self.streams[k].window += i64::from(inc);
+            if self.streams[k].window + inc > max {
+                let s = self.streams.remove(k);
+                failed.push((s.sent, ErrorKind::FlowControl));
+                let id = s.id;
+                self.reply(|out| frame::rst_stream(out, id, perflab_h2::code::FLOW_CONTROL_ERROR));
+                return Ok(());
+            }
+            self.streams[k].window += inc;
         }
         self.send_bodies(prepared);
-        Ok(())
-    }
-
-    /// A whole header block for stream `id` (decoded always: the HPACK table must stay
-    /// in step with the server's even for streams no longer tracked).
-    fn headers(
-        &mut self,
-        id: u32,
-        end_stream: bool,
-        block: &[u8],
-        bytes: u64,
-        done: &mut Vec<(Sent, Completed)>,
-        failed: &mut Vec<(Sent, ErrorKind)>,
-    ) -> Result<(), ErrorKind> {
-        let mut status = None;
-        self.decoder
-            .decode_only(
-                block,
-                |n| n == b":status",
-                |_, v| status = std::str::from_utf8(v).ok().and_then(|v| v.parse().ok()),
-            )
-            .map_err(protocol_error)?;
-        let Some(k) = self.find(id) else {
-            return Ok(());
-        };
-        let s = &mut self.streams[k];
-        s.bytes += bytes;
-        match status {
-            Some(st) if st >= 200 && s.status == 0 => s.status = st,
-            _ => {} // 1xx, or trailers
-        }
-        if end_stream {
-            self.complete(k, done, failed);
-        }
         Ok(())
     }
 
@@ -519,3 +553,7 @@ impl H2 {
 fn n_bytes(h: &Head) -> u64 {
     (HEAD_LEN as u32 + h.len) as u64
 }
+
+mod headers;
+#[cfg(test)]
+mod tests;

@@ -73,8 +73,8 @@ pub use observe::{NoObserver, Observer};
 pub use open::LATE_AFTER;
 pub use reach::{ConnectCause, Reached};
 pub use report::{
-    ErrorKinds, Errors, Failed, Latency, Mode, Report, Step, TargetReport, CONCURRENCY_FLOOR,
-    LATENCY_CLOCK, SATURATED_WARNING,
+    stalled_after, ErrorKinds, Errors, Failed, Latency, Mode, Report, Step, TargetReport,
+    CONCURRENCY_FLOOR, LATENCY_CLOCK, SATURATED_WARNING,
 };
 pub use series::SecondPoint;
 pub use siege::Siege;

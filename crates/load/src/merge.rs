@@ -175,6 +175,10 @@ fn add_errors(r: &mut Report, p: &Report) {
     k.tls += q.tls;
     k.rst_stream += q.rst_stream;
     k.goaway += q.goaway;
+    k.header_block_too_large += q.header_block_too_large;
+    k.output_queue_full += q.output_queue_full;
+    k.flow_control += q.flow_control;
+    k.stalled += q.stalled;
 }
 
 /// The parts' per-second series, second by second: counts add, the rate is recomputed

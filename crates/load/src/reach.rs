@@ -69,6 +69,10 @@ impl ConnectCause {
     }
 }
 
+/// How long the h2c check waits for the server's first bytes (at most the connect
+/// timeout): an HTTP/1 server answers the preface at once.
+const H2C_ANSWER_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// What the first connection found: how the run's bytes will travel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Reached {
@@ -190,12 +194,18 @@ fn handshake(
 
 /// h2c with prior knowledge: sends the preface and an empty SETTINGS. An HTTP/2 server's
 /// first frame is its SETTINGS (type 4); any other answer means HTTP/2 is not offered
-/// on this port. Silence or a close proves nothing (the connection was made).
+/// on this port. Silence or a close proves nothing (the connection was made), so the
+/// answer is waited for at most [`H2C_ANSWER_WAIT`]: a server that accepts and stays
+/// silent is the run's to report (its connections stall), not a reason to delay it by
+/// the whole connect timeout.
 fn h2c(tcp: &mut TcpStream) -> Result<&'static str, Phrase> {
     const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0";
     const SETTINGS: u8 = 4;
     if tcp.write_all(PREFACE).is_err() {
         return Ok("h2");
+    }
+    if let Ok(Some(t)) = tcp.read_timeout() {
+        let _ = tcp.set_read_timeout(Some(t.min(H2C_ANSWER_WAIT)));
     }
     let mut head = [0u8; 64];
     let n = tcp.read(&mut head).unwrap_or(0);

@@ -25,7 +25,7 @@ pub(crate) fn micros(d: Duration) -> u64 {
 }
 
 /// Number of error kinds (index = `ErrorKind as usize`).
-pub(crate) const ERROR_KINDS: usize = 9;
+pub(crate) const ERROR_KINDS: usize = 13;
 /// Status codes counted individually (0..=599); anything else goes to 0.
 pub(crate) const STATUS_SLOTS: usize = 600;
 
@@ -50,6 +50,14 @@ pub(crate) struct Totals {
     pub status: Vec<u64>,
     pub errors: [u64; ERROR_KINDS],
     pub cancelled_at_end: u64,
+    /// How long each of the `cancelled_at_end` requests had waited when the run ended
+    /// (µs, from its intended send, as latency is measured): the report counts those
+    /// past the stalled bound as errors (`report::stalled_after`).
+    pub end_ages: Histogram<u64>,
+    /// How long each connection still connecting when the run ended had been at it
+    /// (µs): past the stalled bound it counts as one stalled request (a server that
+    /// accepted and never finished the TLS or HTTP/2 opening).
+    pub connect_ages: Histogram<u64>,
     pub late: u64,
     pub reconnects: u64,
     pub connections_opened: u64,
@@ -109,6 +117,8 @@ impl Default for Totals {
             status: vec![0; STATUS_SLOTS],
             errors: [0; ERROR_KINDS],
             cancelled_at_end: 0,
+            end_ages: new_histogram(),
+            connect_ages: new_histogram(),
             late: 0,
             reconnects: 0,
             connections_opened: 0,
@@ -134,6 +144,8 @@ impl Totals {
             *a += b;
         }
         self.cancelled_at_end += o.cancelled_at_end;
+        let _ = self.end_ages.add(&o.end_ages);
+        let _ = self.connect_ages.add(&o.connect_ages);
         self.late += o.late;
         self.reconnects += o.reconnects;
         self.connections_opened += o.connections_opened;

@@ -42,11 +42,14 @@ pub struct Errors {
     pub total: u64,
     /// Connect failures (refused, unreachable) and TLS failures (`error_kinds.tls`).
     pub connect: u64,
-    /// Connect timeouts and request (read) timeouts.
+    /// Connect timeouts, request (read) timeouts and requests stalled at the end
+    /// (`error_kinds.stalled`).
     pub timeout: u64,
     /// Connections reset by the server.
     pub reset: u64,
-    /// Responses that broke HTTP/1.1.
+    /// Responses that broke the protocol: HTTP/1.1's grammar, HTTP/2's framing, or
+    /// the client's HTTP/2 bounds (`error_kinds.header_block_too_large`,
+    /// `output_queue_full`, `flow_control`).
     pub malformed: u64,
     /// Server closed the connection before the response was complete.
     pub closed: u64,
@@ -88,7 +91,7 @@ impl Failed {
     }
 }
 
-/// The finer split of [`Errors`]: the nine kinds the engine tells apart.
+/// The finer split of [`Errors`]: the thirteen kinds the engine tells apart.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ErrorKinds {
     pub connect_refused: u64,
@@ -104,6 +107,50 @@ pub struct ErrorKinds {
     pub rst_stream: u64,
     /// HTTP/2 requests a GOAWAY left unprocessed; counted under [`Errors::closed`].
     pub goaway: u64,
+    /// HTTP/2 requests on a connection whose server sent a header block over the
+    /// client's bound (bytes or CONTINUATION frames); under [`Errors::malformed`].
+    #[serde(default)]
+    pub header_block_too_large: u64,
+    /// HTTP/2 requests on a connection closed because its control-frame replies (PING
+    /// and SETTINGS acknowledgements) queued past their bound while the socket did not
+    /// drain; under [`Errors::malformed`].
+    #[serde(default)]
+    pub output_queue_full: u64,
+    /// HTTP/2 requests failed by a window taken past 2^31-1 (FLOW_CONTROL_ERROR: the
+    /// stream's request, or every request of the connection); under
+    /// [`Errors::malformed`].
+    #[serde(default)]
+    pub flow_control: u64,
+    /// Requests still unanswered at the end of the run after more than
+    /// [`stalled_after`] (the ones under it stay `cancelled_at_end`), and one for each
+    /// connection still connecting for that long (TCP made, the TLS or HTTP/2 opening
+    /// never finished); under [`Errors::timeout`].
+    #[serde(default)]
+    pub stalled: u64,
+}
+
+/// The least a request still in flight at the end must have waited to count as
+/// stalled: max(1 s, 10 × the run's p99), `p99_us` in µs (0 when nothing completed).
+pub fn stalled_after(p99_us: u64) -> std::time::Duration {
+    std::time::Duration::from_micros(p99_us.saturating_mul(10)).max(STALLED_FLOOR)
+}
+
+/// The floor of [`stalled_after`].
+const STALLED_FLOOR: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How many of the requests (or connects) cut off by the end waited past
+/// [`stalled_after`] the run's p99 (`ages` and `hist` in µs).
+fn stalled(ages: &Histogram<u64>, hist: &Histogram<u64>) -> u64 {
+    let p99 = if hist.is_empty() {
+        0
+    } else {
+        hist.value_at_quantile(0.99)
+    };
+    let bound = stalled_after(p99).as_micros() as u64;
+    ages.iter_recorded()
+        .filter(|v| ages.lowest_equivalent(v.value_iterated_to()) > bound)
+        .map(|v| v.count_at_value())
+        .sum()
 }
 
 /// Latency summary in milliseconds.
@@ -289,12 +336,16 @@ impl Report {
         threads: usize,
     ) -> Report {
         let Merged {
-            totals,
+            mut totals,
             hist,
             unc,
             series,
             elapsed,
         } = Merged::of(phases);
+        let stalled_requests = stalled(&totals.end_ages, &hist);
+        let stalled_connects = stalled(&totals.connect_ages, &hist);
+        totals.errors[ErrorKind::Stalled as usize] += stalled_requests + stalled_connects;
+        totals.cancelled_at_end = totals.cancelled_at_end.saturating_sub(stalled_requests);
         let error_kinds = ErrorKinds::from_counts(&totals.errors);
         let errors = Errors::from_kinds(&error_kinds, totals.errors.iter().sum());
         let per_sec = |x: f64| if elapsed > 0.0 { x / elapsed } else { 0.0 };
@@ -472,6 +523,10 @@ impl ErrorKinds {
             tls: k(ErrorKind::Tls),
             rst_stream: k(ErrorKind::StreamReset),
             goaway: k(ErrorKind::GoAway),
+            header_block_too_large: k(ErrorKind::HeaderBlockTooLarge),
+            output_queue_full: k(ErrorKind::OutputQueueFull),
+            flow_control: k(ErrorKind::FlowControl),
+            stalled: k(ErrorKind::Stalled),
         }
     }
 }
@@ -482,9 +537,12 @@ impl Errors {
         Errors {
             total,
             connect: k.connect_refused + k.tls,
-            timeout: k.connect_timeout + k.read_timeout,
+            timeout: k.connect_timeout + k.read_timeout + k.stalled,
             reset: k.reset + k.rst_stream,
-            malformed: k.malformed,
+            malformed: k.malformed
+                + k.header_block_too_large
+                + k.output_queue_full
+                + k.flow_control,
             closed: k.closed_early + k.goaway,
         }
     }
@@ -628,6 +686,55 @@ mod tests {
         let mut r = report(Mode::Closed, 910, 10_000, 1.0);
         r.check_concurrency(10);
         assert!(!warned(&r), "{:?}", r.warnings);
+    }
+
+    /// A report of `n` requests of `latency_us` with `ages_us` still in flight at the
+    /// end.
+    fn cut_off(n: usize, latency_us: u64, ages_us: &[u64]) -> Report {
+        let mut hist = new_histogram();
+        let mut end_ages = new_histogram();
+        for _ in 0..n {
+            hist.record(latency_us).unwrap();
+        }
+        for a in ages_us {
+            end_ages.record(*a).unwrap();
+        }
+        let phase = PhaseResult {
+            hist,
+            hist_uncorrected: None,
+            series: Vec::new(),
+            totals: Totals {
+                requests: n as u64,
+                cancelled_at_end: ages_us.len() as u64,
+                end_ages,
+                ..Totals::default()
+            },
+            elapsed: std::time::Duration::from_secs(5),
+        };
+        Report::from_phases(&[&phase], Mode::Closed, 10, 1)
+    }
+
+    /// p99 200 ms: the bound is 2 s; 3 s in flight stalled, 1.5 s only cancelled.
+    #[test]
+    fn requests_in_flight_past_ten_p99_are_stalled_errors() {
+        let r = cut_off(100, 200_000, &[3_000_000, 1_500_000]);
+        assert_eq!(r.error_kinds.stalled, 1);
+        assert_eq!((r.errors.total, r.errors.timeout), (1, 1));
+        assert_eq!(r.failed.transport_errors, 1);
+        assert_eq!(r.cancelled_at_end, 1);
+        assert_eq!(r.failed(), 1);
+    }
+
+    /// Nothing answered: the floor of 1 s holds; every request 4 s old stalled.
+    #[test]
+    fn with_no_answer_the_stalled_bound_is_one_second() {
+        assert_eq!(stalled_after(0), std::time::Duration::from_secs(1));
+        assert_eq!(stalled_after(20_000), std::time::Duration::from_secs(1));
+        let r = cut_off(0, 0, &[4_000_000; 8]);
+        assert_eq!((r.error_kinds.stalled, r.errors.total), (8, 8));
+        assert_eq!(r.cancelled_at_end, 0);
+        let r = cut_off(0, 0, &[900_000; 8]);
+        assert_eq!((r.error_kinds.stalled, r.cancelled_at_end), (0, 8));
     }
 
     /// An open loop offers what its rate says, and a run with transport errors was

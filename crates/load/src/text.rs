@@ -8,16 +8,35 @@
 use crate::report::{Latency, Mode, Report};
 use std::fmt::Write;
 
-/// The HTTP/2 kinds inside the error counts, when there are any.
+/// The finer kinds inside the error counts, when there are any: requests stalled at
+/// the end (inside `timeout`) and the HTTP/2 kinds.
 fn h2_errors(r: &Report) -> String {
     let k = &r.error_kinds;
-    if k.rst_stream == 0 && k.goaway == 0 {
-        return String::new();
+    let mut s = String::new();
+    if k.stalled > 0 {
+        let _ = write!(s, "; stalled at the end {}", k.stalled);
     }
-    format!(
-        "; HTTP/2: RST_STREAM {}, refused by GOAWAY {}",
-        k.rst_stream, k.goaway
-    )
+    if k.rst_stream > 0 || k.goaway > 0 {
+        let _ = write!(
+            s,
+            "; HTTP/2: RST_STREAM {}, refused by GOAWAY {}",
+            k.rst_stream, k.goaway
+        );
+    }
+    let bounds = [
+        ("header block too large", k.header_block_too_large),
+        ("output queue full", k.output_queue_full),
+        ("FLOW_CONTROL_ERROR", k.flow_control),
+    ];
+    let bounds: Vec<String> = bounds
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(what, n)| format!("{what} {n}"))
+        .collect();
+    if !bounds.is_empty() {
+        let _ = write!(s, "; HTTP/2 bounds: {}", bounds.join(", "));
+    }
+    s
 }
 
 /// Renders `r` for a terminal.

@@ -17,7 +17,7 @@ use crate::conn::{ConnState, Connection, ErrorKind, Progress, Sent};
 use crate::cpu::thread_cpu;
 use crate::open::OpenLoop;
 use crate::parse::Completed;
-use crate::record::{Msg, Recorder};
+use crate::record::{micros, Msg, Recorder};
 use crate::request::Prepared;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -509,13 +509,22 @@ impl<D: Driver> Worker<D> {
         let Worker { mut core, model } = self;
         let now = Instant::now();
         if core.recording {
-            let in_flight: u64 = core
-                .slots
-                .iter()
-                .filter(|s| s.conn.oldest().is_some_and(|o| o.record))
-                .map(|s| s.conn.in_flight() as u64)
-                .sum();
-            core.rec.totals.cancelled_at_end += in_flight;
+            // Each recorded request still in flight is cut off by the end; how long it
+            // had waited decides, once the run's p99 is known, whether it stalled.
+            let totals = &mut core.rec.totals;
+            for s in &core.slots {
+                if s.conn.state() == ConnState::Connecting {
+                    let age = now.saturating_duration_since(s.conn.connect_started());
+                    totals.connect_ages.saturating_record(micros(age));
+                }
+                s.conn.each_in_flight(&mut |sent| {
+                    if sent.record {
+                        totals.cancelled_at_end += 1;
+                        let age = micros(now.saturating_duration_since(sent.intended));
+                        totals.end_ages.saturating_record(age);
+                    }
+                });
+            }
             if let Model::Open(ol) = &model {
                 core.rec.totals.cancelled_at_end += ol.pending_recorded(core.cfg.record_start);
                 core.rec.totals.late += ol.late();

@@ -50,6 +50,12 @@ inventory host (the URL as seen from there) and is stored here with the paramete
 
 Failed requests are HTTP errors (status >= 400) plus transport errors (no response);
 the text, --json (`failed`), the siege block and the stored run count them alike.
+A request still unanswered at the end of the run after more than max(1s, 10 × the
+run's p99) is a transport error (`stalled`), so a run whose every request stalled
+exits 4, never 0. Against a hostile HTTP/2 server the client keeps bounds and counts
+what breaks them: a header block over 64 KiB or 64 frames
+(`header_block_too_large`), over 128 KiB of control replies the socket does not take
+(`output_queue_full`), a window past 2^31-1 (`flow_control`).
 
 Exit codes: 0 ok, 1 could not run (no connection could be made: connection refused,
               host unreachable, connect timed out, TLS handshake failed or protocol
@@ -180,7 +186,9 @@ pub struct HttpArgs {
     #[arg(long, value_name = "DEPTH", default_value_t = 1)]
     pub pipeline: usize,
 
-    /// Per-request timeout.
+    /// Per-request timeout. A request still unanswered when the run ends, after more
+    /// than max(1s, 10 × the run's p99), counts as a `stalled` transport error (exit 4);
+    /// one cut off sooner is only `cancelled at end`.
     #[arg(long, value_name = "DURATION", default_value = "10s")]
     pub timeout: String,
 

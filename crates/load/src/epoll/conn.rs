@@ -59,7 +59,16 @@ pub(crate) struct EpollConn {
     h2_window: u32,
     /// Why the connect failed, for the report.
     failure: Option<Phrase>,
+    /// The last event stopped reading at [`READS_PER_EVENT`] with bytes still coming:
+    /// the driver reads again next turn without waiting for an edge.
+    pub read_again: bool,
 }
+
+/// The most reads one readiness event makes on one connection. A server that sends
+/// without pause (a flood of PINGs or of body bytes, read as fast as it comes) would
+/// otherwise keep the loop on its socket forever: past the end of the run, with the
+/// other connections starved.
+const READS_PER_EVENT: usize = 32;
 
 fn io_kind(e: &io::Error) -> ErrorKind {
     match e.kind() {
@@ -103,11 +112,7 @@ impl EpollConn {
         let (Some(h2), Some(stream)) = (&mut self.h2, &mut self.stream) else {
             return Ok(());
         };
-        match h2.flush(|b| stream.write(b)) {
-            Ok(()) => stream.push_pending().map_err(|e| io_kind(&e)),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
-            Err(e) => Err(io_kind(&e)),
-        }
+        write_h2(h2, stream)
     }
 
     fn read_available(
@@ -115,7 +120,8 @@ impl EpollConn {
         done: &mut Vec<(Sent, Completed)>,
         hangup: bool,
     ) -> Result<Progress, ErrorKind> {
-        loop {
+        self.read_again = false;
+        for _ in 0..READS_PER_EVENT {
             self.x.make_room(&mut self.buf);
             let space = self.buf.len() - self.x.end;
             let stream = self.stream.as_mut().ok_or(ErrorKind::Closed)?;
@@ -140,9 +146,12 @@ impl EpollConn {
                 Err(e) => return Err(io_kind(&e)),
             }
         }
+        self.read_again = true;
+        Ok(Progress::Moved)
     }
 
-    /// Reads and handles HTTP/2 frames until the socket is drained.
+    /// Reads and handles HTTP/2 frames until the socket is drained (or
+    /// [`READS_PER_EVENT`] reads).
     fn read_h2(
         &mut self,
         prepared: &Prepared,
@@ -151,17 +160,18 @@ impl EpollConn {
         hangup: bool,
     ) -> Result<Progress, ErrorKind> {
         let drains = stream_drains(&self.stream);
+        self.read_again = false;
         let (Some(h2), Some(stream)) = (&mut self.h2, &mut self.stream) else {
             return Err(ErrorKind::Closed);
         };
-        loop {
+        for _ in 0..READS_PER_EVENT {
             h2.make_room(&mut self.buf);
             let space = self.buf.len() - h2.end;
             match stream.read(&mut self.buf[h2.end..]) {
                 Ok(0) => return h2.on_eof(done),
                 Ok(n) => {
                     h2.end += n;
-                    h2.process(&self.buf, prepared, done, failed)?;
+                    process_h2(h2, stream, &self.buf, prepared, done, failed)?;
                     if n < space && !hangup && drains {
                         return Ok(Progress::Moved);
                     }
@@ -171,6 +181,8 @@ impl EpollConn {
                 Err(e) => return Err(io_kind(&e)),
             }
         }
+        self.read_again = true;
+        Ok(Progress::Moved)
     }
 
     /// The bytes can flow: HTTP/1.1 is ready now; HTTP/2 sends its preface and waits.
@@ -322,6 +334,43 @@ impl EpollConn {
     }
 }
 
+/// Writes `h2`'s frames waiting on `stream` (and TLS records rustls holds) until done
+/// or the socket would block.
+fn write_h2(h2: &mut H2, stream: &mut Transport) -> Result<(), ErrorKind> {
+    match h2.flush(|b| stream.write(b)) {
+        Ok(()) => stream.push_pending().map_err(|e| io_kind(&e)),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
+        Err(e) => Err(io_kind(&e)),
+    }
+}
+
+/// Handles the frames read into `buf`. When the control replies they make pass their
+/// bound, writes them before going on; a socket that does not take enough of them
+/// fails the connection ([`ErrorKind::OutputQueueFull`]). A connection error's GOAWAY
+/// is written if the socket takes it.
+fn process_h2(
+    h2: &mut H2,
+    stream: &mut Transport,
+    buf: &[u8],
+    prepared: &Prepared,
+    done: &mut Vec<(Sent, Completed)>,
+    failed: &mut Vec<(Sent, ErrorKind)>,
+) -> Result<(), ErrorKind> {
+    loop {
+        if let Err(k) = h2.process(buf, prepared, done, failed) {
+            let _ = write_h2(h2, stream);
+            return Err(k);
+        }
+        if !h2.control_over_bound() {
+            return Ok(());
+        }
+        write_h2(h2, stream)?;
+        if h2.control_over_bound() {
+            return Err(ErrorKind::OutputQueueFull);
+        }
+    }
+}
+
 /// Whether a short read means the socket is drained (plain sockets only).
 fn stream_drains(s: &Option<Transport>) -> bool {
     s.as_ref().is_some_and(Transport::short_read_drains)
@@ -344,6 +393,7 @@ impl Connection for EpollConn {
             streams: 1,
             h2_window: crate::spec::DEFAULT_H2_WINDOW,
             failure: None,
+            read_again: false,
         }
     }
 
@@ -388,6 +438,7 @@ impl Connection for EpollConn {
         self.state = ConnState::Connecting;
         self.phase = Phase::Tcp;
         self.connect_started = now;
+        self.read_again = false;
         Ok(())
     }
 
@@ -410,6 +461,13 @@ impl Connection for EpollConn {
         match &self.h2 {
             Some(h) => h.oldest(),
             None => self.x.in_flight.front(),
+        }
+    }
+
+    fn each_in_flight(&self, f: &mut dyn FnMut(&Sent)) {
+        match &self.h2 {
+            Some(h) => h.each_in_flight(f),
+            None => self.x.in_flight.iter().for_each(f),
         }
     }
 
@@ -447,6 +505,7 @@ impl Connection for EpollConn {
         self.state = ConnState::Down;
         self.phase = Phase::Tcp;
         self.write = None;
+        self.read_again = false;
         let h2 = self.h2.take().map_or(0, |h| h.in_flight());
         h2 + self.x.reset()
     }

@@ -14,6 +14,12 @@
 //! when the schedule moves on (once per request), not for every deadline, and the
 //! closed loop, which has no schedule, keeps no timer.
 //!
+//! A connection reads at most a bounded number of times per event (`conn`'s
+//! `READS_PER_EVENT`), so a server that never pauses cannot hold the loop past the end
+//! of the run; one cut short that way is read again on the next turn, which then does
+//! not sleep ([`EpollDriver`]'s `again`), since edge-triggered readiness raises no new
+//! event for bytes already waiting.
+//!
 //! Latency is read on the user-space clock once per event, after the read that
 //! completed the response (one clock read also serves the next send) — the clock the
 //! io_uring driver reads too (`report::LATENCY_CLOCK`), so the engines measure alike.
@@ -38,6 +44,8 @@ pub(crate) struct EpollDriver {
     ready: Vec<(usize, bool, bool, bool)>,
     /// The open loop's send timer (none in the closed loop).
     timer: Option<SendTimer>,
+    /// Connections whose last read stopped with bytes left: read again next turn.
+    again: Vec<usize>,
 }
 
 impl Driver for EpollDriver {
@@ -57,6 +65,7 @@ impl Driver for EpollDriver {
             events: Events::with_capacity(1024),
             ready: Vec::with_capacity(1024),
             timer,
+            again: Vec::new(),
         })
     }
 
@@ -69,7 +78,11 @@ impl Driver for EpollDriver {
 
     fn turn(w: &mut Worker<Self>, now: Instant, deadline: Instant) -> io::Result<()> {
         let d = &mut w.core.driver;
-        let timeout = deadline.saturating_duration_since(now);
+        let timeout = if d.again.is_empty() {
+            deadline.saturating_duration_since(now)
+        } else {
+            std::time::Duration::ZERO
+        };
         if let Err(e) = d.poll.poll(&mut d.events, Some(timeout)) {
             if e.kind() == io::ErrorKind::Interrupted {
                 return Ok(());
@@ -77,6 +90,13 @@ impl Driver for EpollDriver {
             return Err(e);
         }
         d.ready.clear();
+        for i in d.again.drain(..) {
+            if w.core.slots.get(i).is_some_and(|s| s.conn.read_again) {
+                // As after a hang-up: read to EAGAIN, since a close already signalled
+                // raises no new edge.
+                d.ready.push((i, true, false, true));
+            }
+        }
         for ev in d.events.iter() {
             if ev.token() == TIMER {
                 if let Some(t) = &mut d.timer {
@@ -109,6 +129,10 @@ impl Driver for EpollDriver {
             w.progress(i, res, now);
             // HTTP/2: the frames this turn queued on the connection go in one write.
             w.flush_out(i);
+            let again = &mut w.core.driver.again;
+            if w.core.slots.get(i).is_some_and(|s| s.conn.read_again) && !again.contains(&i) {
+                again.push(i);
+            }
         }
         Ok(())
     }

@@ -215,6 +215,10 @@ impl Connection for UringConn {
         self.x.in_flight.front()
     }
 
+    fn each_in_flight(&self, f: &mut dyn FnMut(&Sent)) {
+        self.x.in_flight.iter().for_each(f);
+    }
+
     fn closing(&self) -> bool {
         self.x.closing
     }
