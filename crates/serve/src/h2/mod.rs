@@ -36,6 +36,7 @@
 //! HPACK are the shared `perflab-h2` crate's (also used by the load engine).
 
 mod exchange;
+mod guard;
 mod send;
 mod session;
 mod stream;
@@ -45,7 +46,7 @@ mod tests;
 pub(crate) use exchange::Scratch;
 pub(crate) use session::Session;
 
-use crate::config::Config;
+use crate::config::{Config, Rate};
 
 /// Our SETTINGS_INITIAL_WINDOW_SIZE: how much of a request body a client may send
 /// on one stream before we widen the window (we do as the body arrives, up to the
@@ -58,6 +59,22 @@ pub(crate) const MAX_FRAME: u32 = perflab_h2::MIN_FRAME_SIZE;
 /// The default of `--h2-max-streams` (SETTINGS_MAX_CONCURRENT_STREAMS): nginx's and
 /// the RFC's recommended minimum of 100, rounded to a power of two.
 pub const DEFAULT_MAX_STREAMS: u32 = 128;
+/// The default stream-reset budget: nghttp2's since 1.57 (a burst of 1,000, then 33
+/// per second). h2load, curl and browsers reset a handful of streams per connection.
+pub const DEFAULT_RESET_RATE: Rate = Rate {
+    burst: 1000,
+    per_sec: 33,
+};
+/// The default budget of frames that are no request (PING, SETTINGS, PRIORITY, empty
+/// frames, unknown types): far above a client's keep-alive PINGs and its few SETTINGS
+/// and PRIORITY frames, far below a flood.
+pub const DEFAULT_CONTROL_RATE: Rate = Rate {
+    burst: 1000,
+    per_sec: 100,
+};
+/// The default bound of CONTINUATION frames per header block: a block at the byte
+/// limit needs at most a handful of full-size frames.
+pub const DEFAULT_MAX_CONTINUATIONS: u32 = 32;
 
 /// The server's limits that a session enforces.
 #[derive(Debug, Clone, Copy)]
@@ -65,6 +82,9 @@ pub(crate) struct Limits {
     pub max_streams: u32,
     pub max_header_bytes: usize,
     pub max_body_bytes: usize,
+    pub reset_rate: Rate,
+    pub control_rate: Rate,
+    pub max_continuations: u32,
 }
 
 impl Limits {
@@ -73,6 +93,9 @@ impl Limits {
             max_streams: c.h2_max_streams,
             max_header_bytes: c.max_header_bytes,
             max_body_bytes: c.max_body_bytes,
+            reset_rate: c.h2_reset_rate,
+            control_rate: c.h2_control_rate,
+            max_continuations: c.h2_max_continuations,
         }
     }
 }

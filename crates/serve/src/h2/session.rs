@@ -16,11 +16,13 @@
 //! since the HPACK table is shared by the whole connection.
 
 use std::net::SocketAddr;
+use std::time::Instant;
 
 use perflab_h2::frame::{self, FrameError, Head};
 use perflab_h2::{code, flag, hpack, kind, Settings, DEFAULT_WINDOW, MAX_WINDOW, PREFACE};
 
 use super::exchange::Decoded;
+use super::guard::{Bucket, Closed};
 use super::stream::Streams;
 use super::{Limits, CONN_WINDOW, MAX_FRAME, STREAM_WINDOW};
 use crate::conn::Io;
@@ -30,6 +32,10 @@ use crate::conn::Io;
 struct Continuation {
     stream: u32,
     end_stream: bool,
+    /// CONTINUATION frames so far (bounded by `Limits::max_continuations`).
+    frames: u32,
+    /// The HEADERS frame made the stream depend on itself (§5.3.1).
+    self_dependent: bool,
 }
 
 /// One HTTP/2 connection's state.
@@ -57,12 +63,39 @@ pub(crate) struct Session {
     goaway_sent: bool,
     goaway_received: bool,
     failed: bool,
+    /// The budget of stream resets (`--h2-reset-rate`).
+    resets: Bucket,
+    /// The budget of frames that are no request (`--h2-control-rate`).
+    control: Bucket,
     /// Where the round-robin over streams with queued data resumes.
     pub(super) cursor: usize,
+    /// Response DATA frames queued so far (see [`Session::sending_mark`]).
+    pub(super) data_frames: u64,
 }
 
 fn err(code: u32, reason: &'static str) -> FrameError {
     FrameError { code, reason }
+}
+
+/// Whether a frame does no work towards a request: control frames (PING, SETTINGS,
+/// PRIORITY), unknown types, and DATA / HEADERS / CONTINUATION that carry nothing and
+/// end nothing. These are what a flood is made of (see `guard`).
+fn is_noise(h: &Head, p: &[u8]) -> bool {
+    let empty = || frame::unpad(h, p).is_ok_and(|f| f.is_empty());
+    match h.kind {
+        kind::PING | kind::SETTINGS | kind::PRIORITY => true,
+        kind::DATA => !h.has(flag::END_STREAM) && empty(),
+        kind::HEADERS => !h.has(flag::END_HEADERS) && empty(),
+        kind::CONTINUATION => !h.has(flag::END_HEADERS) && p.is_empty(),
+        kind::RST_STREAM | kind::GOAWAY | kind::WINDOW_UPDATE | kind::PUSH_PROMISE => false,
+        _ => true,
+    }
+}
+
+/// The stream a PRIORITY payload (or a HEADERS frame's priority fields) depends on.
+fn dependency(fields: &[u8]) -> Option<u32> {
+    let b: [u8; 4] = fields.get(..4)?.try_into().ok()?;
+    Some(u32::from_be_bytes(b) & 0x7fff_ffff)
 }
 
 impl Session {
@@ -94,7 +127,10 @@ impl Session {
             goaway_sent: false,
             goaway_received: false,
             failed: false,
+            resets: Bucket::new(limits.reset_rate),
+            control: Bucket::new(limits.control_rate),
             cursor: 0,
+            data_frames: 0,
         }
     }
 
@@ -198,18 +234,25 @@ impl Session {
             }
             self.first_settings = false;
         }
+        if is_noise(&h, p) && !self.control.take(io.now) {
+            return Err(err(code::ENHANCE_YOUR_CALM, "too many control frames"));
+        }
         match h.kind {
             kind::DATA => self.on_data(h, p, out, io, peer),
             kind::HEADERS => self.on_headers(h, p, out, io, peer),
             kind::PRIORITY => match (h.stream, p.len()) {
                 (0, _) => Err(err(code::PROTOCOL_ERROR, "PRIORITY on stream 0")),
+                (id, 5) if dependency(p) == Some(id) => {
+                    self.reset(out, id, code::PROTOCOL_ERROR); // §5.3.1
+                    Ok(())
+                }
                 (_, 5) => Ok(()), // priorities are ignored (RFC 9113 deprecates them)
                 (id, _) => {
                     self.reset(out, id, code::FRAME_SIZE_ERROR);
                     Ok(())
                 }
             },
-            kind::RST_STREAM => self.on_rst(h, p),
+            kind::RST_STREAM => self.on_rst(h, p, io.now),
             kind::SETTINGS => self.on_settings(h, p, out),
             kind::PUSH_PROMISE => Err(err(code::PROTOCOL_ERROR, "PUSH_PROMISE from a client")),
             kind::PING => self.on_ping(h, p, out),
@@ -264,15 +307,28 @@ impl Session {
         Ok(())
     }
 
-    fn on_rst(&mut self, h: Head, p: &[u8]) -> Result<(), FrameError> {
+    fn on_rst(&mut self, h: Head, p: &[u8], now: Instant) -> Result<(), FrameError> {
         frame::rst_code(p)?;
         if h.stream == 0 || h.stream > self.last_id {
             return Err(err(code::PROTOCOL_ERROR, "RST_STREAM on an idle stream"));
         }
+        // Every reset counts, also of a stream already answered: a request answered
+        // at once and then reset is the rapid-reset attack on this server.
+        self.charge_reset(now)?;
         if let Some(i) = self.streams.find(h.stream) {
-            self.streams.close(i); // its queued response is dropped
+            self.streams.close(i, Closed::ByPeer); // its queued response is dropped
         }
         Ok(())
+    }
+
+    /// Takes one stream reset from the connection's budget; past it the connection is
+    /// told to calm down.
+    fn charge_reset(&mut self, now: Instant) -> Result<(), FrameError> {
+        if self.resets.take(now) {
+            Ok(())
+        } else {
+            Err(err(code::ENHANCE_YOUR_CALM, "too many streams reset"))
+        }
     }
 
     fn on_window_update(&mut self, h: Head, p: &[u8], out: &mut Vec<u8>) -> Result<(), FrameError> {
@@ -294,7 +350,9 @@ impl Session {
             return Err(err(code::PROTOCOL_ERROR, "WINDOW_UPDATE on an idle stream"));
         }
         let Some(i) = self.streams.find(h.stream) else {
-            return Ok(()); // closed
+            // Closed: a WINDOW_UPDATE may cross our END_STREAM or the client's reset
+            // (ignored, as before: an existing test pins it after a client reset).
+            return Ok(());
         };
         let s = self.streams.get(i);
         s.send_window += inc;
@@ -310,7 +368,7 @@ impl Session {
     pub(super) fn reset(&mut self, out: &mut Vec<u8>, id: u32, c: u32) {
         frame::rst_stream(out, id, c);
         if let Some(i) = self.streams.find(id) {
-            self.streams.close(i);
+            self.streams.close(i, Closed::ByUs);
         }
     }
 
@@ -329,16 +387,20 @@ impl Session {
             ));
         }
         let fragment = frame::unpad(&h, p)?;
-        let end_stream = h.has(flag::END_STREAM);
+        let padded = usize::from(h.has(flag::PADDED));
+        let self_dependent = h.has(flag::PRIORITY) && dependency(&p[padded..]) == Some(h.stream);
+        let c = Continuation {
+            stream: h.stream,
+            end_stream: h.has(flag::END_STREAM),
+            frames: 0,
+            self_dependent,
+        };
         if h.has(flag::END_HEADERS) {
-            return self.header_block(h.stream, fragment, end_stream, out, io, peer);
+            return self.header_block(c, fragment, out, io, peer);
         }
         self.block.clear();
         self.block.extend_from_slice(fragment);
-        self.cont = Some(Continuation {
-            stream: h.stream,
-            end_stream,
-        });
+        self.cont = Some(c);
         Ok(())
     }
 
@@ -350,9 +412,14 @@ impl Session {
         io: &mut Io<'_, '_>,
         peer: SocketAddr,
     ) -> Result<(), FrameError> {
-        let Some(c) = self.cont else {
+        let Some(c) = &mut self.cont else {
             return Err(err(code::PROTOCOL_ERROR, "CONTINUATION without HEADERS"));
         };
+        c.frames += 1;
+        let c = *c;
+        if c.frames > self.limits.max_continuations {
+            return Err(err(code::ENHANCE_YOUR_CALM, "too many CONTINUATION frames"));
+        }
         self.block.extend_from_slice(p);
         if self.block.len() > 4 * self.limits.max_header_bytes + MAX_FRAME as usize {
             return Err(err(code::ENHANCE_YOUR_CALM, "header block too large"));
@@ -362,62 +429,94 @@ impl Session {
         }
         self.cont = None;
         let block = std::mem::take(&mut self.block);
-        let r = self.header_block(c.stream, &block, c.end_stream, out, io, peer);
+        let r = self.header_block(c, &block, out, io, peer);
         self.block = block;
         r
     }
 
+    /// Decodes a block only for the HPACK state: no field is looked at.
     fn decode_discard(&mut self, block: &[u8]) -> Result<(), FrameError> {
         self.decoder
-            .decode(block, |_, _| {})
+            .decode_while(block, |_, _| false)
             .map_err(|_| err(code::COMPRESSION_ERROR, "undecodable header block"))
     }
 
-    /// A complete header block for stream `id`: a new request, or trailers.
+    /// A complete header block: a new request, trailers, or a frame on a stream that
+    /// is no longer open.
     fn header_block(
         &mut self,
-        id: u32,
+        c: Continuation,
         block: &[u8],
-        end_stream: bool,
         out: &mut Vec<u8>,
         io: &mut Io<'_, '_>,
         peer: SocketAddr,
     ) -> Result<(), FrameError> {
+        let id = c.stream;
         if let Some(i) = self.streams.find(id) {
-            // Trailers: decoded (for the HPACK state) and dropped; they end the request.
-            self.decode_discard(block)?;
-            let s = self.streams.get(i);
-            if !s.recv_open {
-                self.reset(out, id, code::STREAM_CLOSED);
-            } else if !end_stream {
-                self.reset(out, id, code::PROTOCOL_ERROR);
-            } else {
-                self.end_of_request(i, out, io, peer);
-            }
-            return Ok(());
+            return self.trailers(i, block, c.end_stream, out, io, peer);
         }
-        if id <= self.last_id || self.goaway_sent {
-            // A closed stream, or one opened after our GOAWAY: ignored (§6.8).
+        if id <= self.last_id {
+            return self.late_headers(id, block, out);
+        }
+        if self.goaway_sent {
+            // Opened after our GOAWAY: ignored (§6.8).
+            self.streams.closed_unopened(id, Closed::ByUs);
             return self.decode_discard(block);
         }
         self.last_id = id;
-        if self.streams.len() >= self.limits.max_streams as usize {
+        let refused = if c.self_dependent {
+            Some(code::PROTOCOL_ERROR) // §5.3.1: a stream error
+        } else if self.streams.len() >= self.limits.max_streams as usize {
+            Some(code::REFUSED_STREAM)
+        } else {
+            None
+        };
+        if let Some(why) = refused {
             self.decode_discard(block)?;
-            frame::rst_stream(out, id, code::REFUSED_STREAM);
-            return Ok(());
+            return self.refuse(id, why, out, io.now);
         }
         let decoded = io
             .scratch
             .decode_request(&mut self.decoder, block, self.limits.max_header_bytes)
             .map_err(|_| err(code::COMPRESSION_ERROR, "undecodable header block"))?;
         let declared = match decoded {
-            Decoded::Malformed => {
-                frame::rst_stream(out, id, code::PROTOCOL_ERROR);
-                return Ok(());
-            }
+            Decoded::Malformed => return self.refuse(id, code::PROTOCOL_ERROR, out, io.now),
             Decoded::TooLarge => None,
             Decoded::Request { declared } => declared,
         };
+        self.start_request(c, decoded, declared, out, io, peer);
+        Ok(())
+    }
+
+    /// Resets a stream that never opened here; a stream error costs the client a
+    /// reset from its budget (REFUSED_STREAM excepted: that one is our doing).
+    fn refuse(
+        &mut self,
+        id: u32,
+        why: u32,
+        out: &mut Vec<u8>,
+        now: Instant,
+    ) -> Result<(), FrameError> {
+        frame::rst_stream(out, id, why);
+        self.streams.closed_unopened(id, Closed::ByUs);
+        if why == code::REFUSED_STREAM {
+            return Ok(());
+        }
+        self.charge_reset(now)
+    }
+
+    /// Opens the stream of a well-formed (or too large) request and answers it if it
+    /// is complete.
+    fn start_request(
+        &mut self,
+        c: Continuation,
+        decoded: Decoded,
+        declared: Option<u64>,
+        out: &mut Vec<u8>,
+        io: &mut Io<'_, '_>,
+        peer: SocketAddr,
+    ) {
+        let (id, end_stream) = (c.stream, c.end_stream);
         let i = self.streams.open(
             id,
             i64::from(STREAM_WINDOW),
@@ -429,20 +528,69 @@ impl Session {
             s.recv_open = !end_stream;
             s.discard = true;
             self.answer(i, out, io, peer, Some(431));
-            return Ok(());
+            return;
         }
         if end_stream {
             s.recv_open = false;
             if declared.is_some_and(|n| n != 0) {
                 self.reset(out, id, code::PROTOCOL_ERROR); // content-length without body
-                return Ok(());
+                return;
             }
             // The common case, a GET: answered from the worker's scratch, no copy.
             self.answer(i, out, io, peer, None);
         } else {
             s.head.extend_from_slice(&io.scratch.req);
         }
+    }
+
+    /// A header block on open stream `i`: trailers, decoded (for the HPACK state) and
+    /// dropped; they must end the request and carry no pseudo-field (§8.1).
+    fn trailers(
+        &mut self,
+        i: usize,
+        block: &[u8],
+        end_stream: bool,
+        out: &mut Vec<u8>,
+        io: &mut Io<'_, '_>,
+        peer: SocketAddr,
+    ) -> Result<(), FrameError> {
+        let mut pseudo = false;
+        self.decoder
+            .decode_while(block, |n, _| {
+                pseudo = n.starts_with(b":");
+                !pseudo
+            })
+            .map_err(|_| err(code::COMPRESSION_ERROR, "undecodable header block"))?;
+        let s = self.streams.get(i);
+        let id = s.id;
+        if !s.recv_open {
+            self.reset(out, id, code::STREAM_CLOSED); // half-closed (remote)
+        } else if !end_stream || pseudo {
+            self.reset(out, id, code::PROTOCOL_ERROR);
+        } else {
+            self.end_of_request(i, out, io, peer);
+        }
         Ok(())
+    }
+
+    /// A header block for a stream id at or below the last one opened, not open now
+    /// (§5.1, §5.1.1): after both END_STREAMs a connection error STREAM_CLOSED; after
+    /// the client's reset a stream error STREAM_CLOSED; after ours ignored; an id
+    /// never used a connection error PROTOCOL_ERROR (ids must increase).
+    fn late_headers(&mut self, id: u32, block: &[u8], out: &mut Vec<u8>) -> Result<(), FrameError> {
+        self.decode_discard(block)?;
+        match self.streams.closed(id) {
+            Some(Closed::Ended) => Err(err(code::STREAM_CLOSED, "HEADERS on a closed stream")),
+            Some(Closed::ByPeer) => {
+                frame::rst_stream(out, id, code::STREAM_CLOSED);
+                Ok(())
+            }
+            Some(Closed::ByUs) => Ok(()),
+            None => Err(err(
+                code::PROTOCOL_ERROR,
+                "stream id not above the last one",
+            )),
+        }
     }
 
     /// The request on stream `i` is complete (END_STREAM seen): answer it.
@@ -458,7 +606,7 @@ impl Session {
         if s.answered {
             // Answered early (413/431): the rest was discarded.
             if !s.sending {
-                self.streams.close(i);
+                self.streams.close(i, Closed::Ended);
             }
             return;
         }
@@ -501,7 +649,15 @@ impl Session {
             if h.stream > self.last_id {
                 return Err(err(code::PROTOCOL_ERROR, "DATA on an idle stream"));
             }
-            return Ok(()); // a stream we closed or reset
+            return match self.streams.closed(h.stream) {
+                // §5.1: after END_STREAM both ways, a connection error.
+                Some(Closed::Ended) => Err(err(code::STREAM_CLOSED, "DATA on a closed stream")),
+                Some(Closed::ByPeer) => {
+                    frame::rst_stream(out, h.stream, code::STREAM_CLOSED);
+                    Ok(())
+                }
+                _ => Ok(()), // a stream we reset, refused, or forgot
+            };
         };
         let max_body = self.limits.max_body_bytes;
         let s = self.streams.get(i);
