@@ -25,7 +25,11 @@
 //! done (`h2` or `http/1.1`), and a client that negotiated nothing is detected by its
 //! bytes as on a plain socket. An HTTP/2 connection keeps this struct's socket,
 //! buffers, phases and deadlines; the frames are the `h2::Session`'s (see
-//! [`Conn::drive_h2`]). All I/O goes through [`Sock`], plain or TLS.
+//! [`Conn::drive_h2`]). Its deadlines differ in one way: only progress (a request
+//! answered, response bytes written) sets one anew, a phase change alone never
+//! pushes it back ([`Conn::rearm_h2`]), since on HTTP/2 a client can flip phases at
+//! will with partial, empty or control frames. All I/O goes through [`Sock`], plain
+//! or TLS.
 
 use std::net::SocketAddr;
 use std::os::fd::RawFd;

@@ -17,19 +17,26 @@ use std::time::{Duration, Instant};
 
 use perflab_h2::frame::Head;
 use perflab_h2::{code, flag, frame, hpack, kind, HEAD_LEN, PREFACE};
-use perflab_serve::{Server, ServerHandle};
+use perflab_serve::{Rate, Server, ServerHandle};
 
 const ATTACKERS: usize = 4;
 const ATTACK: Duration = Duration::from_secs(3);
 
+/// A hello server on two workers; with `PERFLAB_H2_LIMITS_OFF` set, its HTTP/2
+/// limits are off (how each test here was shown able to fail).
 fn serve(timeout: Duration) -> ServerHandle {
-    Server::builder()
+    let mut b = Server::builder()
         .hello(true)
         .workers(2)
         .timeout(timeout)
-        .bind("127.0.0.1:0")
-        .start()
-        .unwrap()
+        .bind("127.0.0.1:0");
+    if std::env::var_os("PERFLAB_H2_LIMITS_OFF").is_some() {
+        b = b
+            .h2_reset_rate(Rate::UNLIMITED)
+            .h2_control_rate(Rate::UNLIMITED)
+            .h2_max_continuations(u32::MAX);
+    }
+    b.start().unwrap()
 }
 
 fn open(addr: SocketAddr) -> TcpStream {

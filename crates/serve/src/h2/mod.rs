@@ -21,7 +21,9 @@
 //!   response head is turned into an HPACK block, memoized per worker.
 //! - `send`: HEADERS, then DATA within the client's windows, the rest queued per
 //!   stream and sent round-robin as the windows open.
-//! - `stream`: one stream's state, the set of open streams.
+//! - `stream`: one stream's state, the set of open streams, how recent ones closed.
+//! - `guard`: the per-connection budgets against hostile clients (rapid reset,
+//!   control-frame floods) and the record of how streams closed.
 //!
 //! Not supported: server push (never sent), priorities (PRIORITY frames and HEADERS
 //! priority fields are parsed and ignored; streams are served round-robin), request

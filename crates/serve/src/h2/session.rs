@@ -8,12 +8,20 @@
 //! at `room` bytes of output, so a client that sends requests faster than it reads
 //! responses is held back by TCP, as on HTTP/1.1. A connection error writes GOAWAY
 //! with its code and stops reading ([`Session::failed`]): the connection flushes and
-//! closes. Stream errors reset the one stream. Frames for streams that are already
-//! closed are dropped (their DATA still counts against the connection window), which
-//! is what RFC 9113 §5.1 lets a server do for streams it reset.
+//! closes. Stream errors reset the one stream. Frames for streams that are no longer
+//! open are answered by how the stream closed (RFC 9113 §5.1, remembered per stream by
+//! `Streams`): after both END_STREAMs a connection error STREAM_CLOSED, after the
+//! client's reset a stream error STREAM_CLOSED, after ours nothing (their DATA still
+//! counts against the connection window); a HEADERS frame on an id never used and
+//! not above the last is a PROTOCOL_ERROR (§5.1.1).
+//!
+//! Every frame is also weighed against the connection's budgets (`guard`): resets
+//! and frames that are no request draw on token buckets, CONTINUATION frames per
+//! block are counted, and past any of them the answer is GOAWAY(ENHANCE_YOUR_CALM).
 //!
 //! Header blocks are always decoded, also for streams that are refused or ignored,
-//! since the HPACK table is shared by the whole connection.
+//! since the HPACK table is shared by the whole connection — but only for the table
+//! once nobody looks at the fields (`Decoder::decode_while`).
 
 use std::net::SocketAddr;
 use std::time::Instant;
