@@ -13,7 +13,10 @@
 //! must follow. A table size update is accepted only before a block's first field
 //! (RFC 7541 §4.2), and [`Decoder::decode_while`] lets a caller that has seen enough
 //! (a header list over its limit) stop receiving fields while the table stays correct,
-//! at a cost bounded by the block's encoded size.
+//! at a cost bounded by the block's encoded size. The one HPACK construct whose cost
+//! the encoded size does not bound — a field that adds an entry *named* by a large
+//! existing one, two bytes for up to 4 KB copied — has a budget per block
+//! (`COPY_FACTOR`); a block past it is a decoding error.
 
 /// The static table (RFC 7541 Appendix A), index 1 first.
 const STATIC: [(&str, &str); 61] = [
@@ -150,6 +153,11 @@ impl std::error::Error for CompressionError {}
 /// A dynamic table entry: (name, value).
 type Entry = (Vec<u8>, Vec<u8>);
 
+/// How many bytes of table names a block may copy into new entries, per byte of
+/// block (plus twice the table's size): a static name of 27 bytes named in two bytes
+/// is 13.5 per byte.
+const COPY_FACTOR: usize = 16;
+
 /// Huffman strings remembered with their decoding (servers repeat theirs).
 const MEMO: usize = 8;
 
@@ -177,6 +185,8 @@ pub struct Decoder {
     /// (Huffman bytes, decoding), filled round-robin.
     memo: Vec<(Vec<u8>, Vec<u8>)>,
     memo_next: usize,
+    /// Bytes of names copied out of the table for new entries, in this block.
+    copied: usize,
 }
 
 impl Default for Decoder {
@@ -191,6 +201,7 @@ impl Default for Decoder {
             spare: Vec::new(),
             memo: Vec::new(),
             memo_next: 0,
+            copied: 0,
         }
     }
 }
@@ -324,6 +335,11 @@ impl Decoder {
         let mut at = 0;
         let mut delivering = true;
         let mut first_field = true;
+        self.copied = 0;
+        // A field that adds an entry named by an existing one copies that name: up to
+        // 4 KB for two bytes of block. Encoders name entries by short names; a block
+        // that copies more than this is an amplification attack, refused.
+        let copy_budget = COPY_FACTOR * block.len() + 2 * self.max_size;
         while at < block.len() {
             let b = block[at];
             if b & 0xe0 == 0x20 {
@@ -348,6 +364,9 @@ impl Decoder {
                 }
             } else {
                 delivering = self.literal(block, &mut at, delivering, &want, &mut field)?;
+                if self.copied > copy_budget {
+                    return Err(bad("header block copies table entries past its budget"));
+                }
             }
         }
         Ok(())
@@ -382,6 +401,7 @@ impl Decoder {
         } else {
             name.clear();
             name.extend_from_slice(self.entry(i)?.0);
+            self.copied += name.len();
         }
         let (h, s) = read_string(block, at)?;
         let wanted = delivering && want(&name);
@@ -608,5 +628,20 @@ mod tests {
             d.decode_while(&[0x80 | 70], |_, _| false).is_err(),
             "bad index"
         );
+    }
+
+    #[test]
+    fn a_block_that_copies_a_large_name_over_and_over_is_refused() {
+        // A 4,000-byte name in the table, then fields that add entries named by it
+        // with an empty value: two bytes each for 4 KB copied.
+        let mut d = Decoder::default();
+        let mut first = vec![0x40];
+        string(&mut first, &[b'n'; 4000]);
+        string(&mut first, b"");
+        d.decode(&first, |_, _| {}).unwrap();
+        let few: Vec<u8> = [0x40 | 62, 0x00].repeat(2);
+        assert!(d.decode(&few, |_, _| {}).is_ok(), "a few copies are fine");
+        let many: Vec<u8> = [0x40 | 62, 0x00].repeat(1000);
+        assert!(d.decode_while(&many, |_, _| false).is_err());
     }
 }
