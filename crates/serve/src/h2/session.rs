@@ -75,6 +75,8 @@ pub(crate) struct Session {
     resets: Bucket,
     /// The budget of frames that are no request (`--h2-control-rate`).
     control: Bucket,
+    /// Stream errors of the frame being handled, charged to `resets` after it.
+    unpaid_resets: u32,
     /// Where the round-robin over streams with queued data resumes.
     pub(super) cursor: usize,
     /// Response DATA frames queued so far (see [`Session::sending_mark`]).
@@ -137,6 +139,7 @@ impl Session {
             failed: false,
             resets: Bucket::new(limits.reset_rate),
             control: Bucket::new(limits.control_rate),
+            unpaid_resets: 0,
             cursor: 0,
             data_frames: 0,
         }
@@ -212,7 +215,9 @@ impl Session {
             };
             let payload = &input[pos + perflab_h2::HEAD_LEN..pos + len];
             pos += len;
-            if let Err(e) = self.frame(h, payload, out, io, peer) {
+            let now = io.now;
+            let r = self.frame(h, payload, out, io, peer);
+            if let Err(e) = r.and_then(|()| self.settle_resets(now)) {
                 self.fail(out, &e);
                 return input.len();
             }
@@ -372,12 +377,26 @@ impl Session {
         Ok(())
     }
 
-    /// A stream error: RST_STREAM and forget the stream.
+    /// A stream error: RST_STREAM and forget the stream. One the client caused (any
+    /// code but INTERNAL_ERROR, ours) is charged to its reset budget after the frame:
+    /// making the server reset streams is the same attack as resetting them.
     pub(super) fn reset(&mut self, out: &mut Vec<u8>, id: u32, c: u32) {
         frame::rst_stream(out, id, c);
         if let Some(i) = self.streams.find(id) {
             self.streams.close(i, Closed::ByUs);
         }
+        if c != code::INTERNAL_ERROR {
+            self.unpaid_resets += 1;
+        }
+    }
+
+    /// Charges the stream errors of the last frame to the reset budget.
+    fn settle_resets(&mut self, now: Instant) -> Result<(), FrameError> {
+        while self.unpaid_resets > 0 {
+            self.unpaid_resets -= 1;
+            self.charge_reset(now)?;
+        }
+        Ok(())
     }
 
     fn on_headers(
@@ -591,6 +610,7 @@ impl Session {
             Some(Closed::Ended) => Err(err(code::STREAM_CLOSED, "HEADERS on a closed stream")),
             Some(Closed::ByPeer) => {
                 frame::rst_stream(out, id, code::STREAM_CLOSED);
+                self.unpaid_resets += 1;
                 Ok(())
             }
             Some(Closed::ByUs) => Ok(()),
@@ -662,6 +682,7 @@ impl Session {
                 Some(Closed::Ended) => Err(err(code::STREAM_CLOSED, "DATA on a closed stream")),
                 Some(Closed::ByPeer) => {
                     frame::rst_stream(out, h.stream, code::STREAM_CLOSED);
+                    self.unpaid_resets += 1;
                     Ok(())
                 }
                 _ => Ok(()), // a stream we reset, refused, or forgot
