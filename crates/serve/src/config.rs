@@ -119,7 +119,7 @@ pub struct Config {
     /// open at once; more are refused with RST_STREAM(REFUSED_STREAM).
     pub h2_max_streams: u32,
     /// HTTP/2: streams one connection may have reset — by the client's RST_STREAM, or
-    /// by ours for a malformed request — as a burst and a rate per second; beyond it
+    /// by ours for a stream error it caused — as a burst and a rate per second; beyond it
     /// the connection gets GOAWAY(ENHANCE_YOUR_CALM) (the rapid-reset attack).
     pub h2_reset_rate: Rate,
     /// HTTP/2: frames that are no request — PING, SETTINGS, PRIORITY, empty DATA,

@@ -88,8 +88,8 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u32).range(1..))]
     pub h2_max_streams: u32,
 
-    /// HTTP/2: stream resets (the client's RST_STREAM, or ours for a malformed
-    /// request) one connection may make at once; past the budget it gets
+    /// HTTP/2: stream resets (the client's RST_STREAM, or ours for a stream error it
+    /// caused) one connection may make at once; past the budget it gets
     /// GOAWAY(ENHANCE_YOUR_CALM). Refilled at --h2-resets-per-sec.
     #[arg(long, value_name = "N", default_value_t = perflab_serve::DEFAULT_H2_RESET_RATE.burst,
           value_parser = clap::value_parser!(u32).range(1..))]

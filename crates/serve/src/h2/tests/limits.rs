@@ -77,13 +77,23 @@ fn rapid_reset_by_provoked_stream_errors_gets_goaway_enhance_your_calm() {
     let (mut errors, mut code, mut id) = (0u64, None, 1);
     while code.is_none() && errors < 20_000 {
         let mut b = Vec::new();
-        frame::headers(&mut b, id, &hpack::encode(get_fields("/a.txt")), false, 16_384);
+        frame::headers(
+            &mut b,
+            id,
+            &hpack::encode(get_fields("/a.txt")),
+            false,
+            16_384,
+        );
         frame::write(&mut b, kind::WINDOW_UPDATE, 0, id, &[0; 4]);
         code = goaway_code(&h.feed(&b));
         errors += 1;
         id += 2;
     }
-    assert_eq!(code, Some(code::ENHANCE_YOUR_CALM), "after {errors} stream errors");
+    assert_eq!(
+        code,
+        Some(code::ENHANCE_YOUR_CALM),
+        "after {errors} stream errors"
+    );
     assert!(errors <= 2 * burst, "{errors} stream errors");
 }
 
