@@ -15,6 +15,8 @@
 //!   against our windows, which are widened with WINDOW_UPDATE as bodies arrive);
 //!   streams over `--h2-max-streams` are refused with RST_STREAM(REFUSED_STREAM);
 //!   connection errors are GOAWAY with their code, then close.
+//! - `headers`: HEADERS + CONTINUATION into one block, and what the block is for (a
+//!   new request, trailers, a frame on a stream no longer open).
 //! - `exchange`: a complete request becomes the equivalent HTTP/1.1 head and goes
 //!   through the same `parse` and `dispatch` as HTTP/1.1, so every answer (files,
 //!   cache, 304, ranges, listings, hello, handler, errors) is the HTTP/1.1 path's; the
@@ -39,6 +41,7 @@
 
 mod exchange;
 mod guard;
+mod headers;
 mod send;
 mod session;
 mod stream;
