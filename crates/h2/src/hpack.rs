@@ -10,7 +10,13 @@
 //!
 //! Decoding is [`Decoder`]: integers, the static and dynamic tables, size updates, and
 //! Huffman strings (`crate::huffman`) — peers encode however they like and a decoder
-//! must follow.
+//! must follow. A table size update is accepted only before a block's first field
+//! (RFC 7541 §4.2), and [`Decoder::decode_while`] lets a caller that has seen enough
+//! (a header list over its limit) stop receiving fields while the table stays correct,
+//! at a cost bounded by the block's encoded size. The one HPACK construct whose cost
+//! the encoded size does not bound — a field that adds an entry *named* by a large
+//! existing one, two bytes for up to 4 KB copied — has a budget per block
+//! (`COPY_FACTOR`); a block past it is a decoding error.
 
 /// The static table (RFC 7541 Appendix A), index 1 first.
 const STATIC: [(&str, &str); 61] = [
@@ -147,6 +153,11 @@ impl std::error::Error for CompressionError {}
 /// A dynamic table entry: (name, value).
 type Entry = (Vec<u8>, Vec<u8>);
 
+/// How many bytes of table names a block may copy into new entries, per byte of
+/// block (plus twice the table's size): a static name of 27 bytes named in two bytes
+/// is 13.5 per byte.
+const COPY_FACTOR: usize = 16;
+
 /// Huffman strings remembered with their decoding (servers repeat theirs).
 const MEMO: usize = 8;
 
@@ -174,6 +185,8 @@ pub struct Decoder {
     /// (Huffman bytes, decoding), filled round-robin.
     memo: Vec<(Vec<u8>, Vec<u8>)>,
     memo_next: usize,
+    /// Bytes of names copied out of the table for new entries, in this block.
+    copied: usize,
 }
 
 impl Default for Decoder {
@@ -188,6 +201,7 @@ impl Default for Decoder {
             spare: Vec::new(),
             memo: Vec::new(),
             memo_next: 0,
+            copied: 0,
         }
     }
 }
@@ -270,9 +284,16 @@ impl Decoder {
     pub fn decode(
         &mut self,
         block: &[u8],
-        field: impl FnMut(&[u8], &[u8]),
+        mut field: impl FnMut(&[u8], &[u8]),
     ) -> Result<(), CompressionError> {
-        self.decode_only(block, |_| true, field)
+        self.run(
+            block,
+            |_| true,
+            |n, v| {
+                field(n, v);
+                true
+            },
+        )
     }
 
     /// Decodes a whole header block, handing `field` the fields whose name `want`s.
@@ -282,50 +303,122 @@ impl Decoder {
         want: impl Fn(&[u8]) -> bool,
         mut field: impl FnMut(&[u8], &[u8]),
     ) -> Result<(), CompressionError> {
+        self.run(block, want, |n, v| {
+            field(n, v);
+            true
+        })
+    }
+
+    /// Decodes a whole header block, handing `field` every field until it returns
+    /// `false`; the rest of the block is then only decoded as far as the dynamic table
+    /// needs (entries it adds are decoded and inserted, indexed references are checked,
+    /// literals that are not indexed are stepped over unread). So once a caller knows
+    /// a header list is too large or malformed, the remaining cost is bounded by the
+    /// block's encoded size plus the table's (at most one entry copied per field that
+    /// adds one), never by what the fields would expand to.
+    pub fn decode_while(
+        &mut self,
+        block: &[u8],
+        field: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), CompressionError> {
+        self.run(block, |_| true, field)
+    }
+
+    /// The decoding loop behind every `decode*`: `field` returning `false` turns the
+    /// rest of the block into table upkeep only.
+    fn run(
+        &mut self,
+        block: &[u8],
+        want: impl Fn(&[u8]) -> bool,
+        mut field: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), CompressionError> {
         let mut at = 0;
+        let mut delivering = true;
+        let mut first_field = true;
+        self.copied = 0;
+        // A field that adds an entry named by an existing one copies that name: up to
+        // 4 KB for two bytes of block. Encoders name entries by short names; a block
+        // that copies more than this is an amplification attack, refused.
+        let copy_budget = COPY_FACTOR * block.len() + 2 * self.max_size;
         while at < block.len() {
             let b = block[at];
-            if b & 0x80 != 0 {
-                let i = read_integer(block, &mut at, 7)?;
-                let (n, v) = self.entry(i)?;
-                if want(n) {
-                    field(n, v);
+            if b & 0xe0 == 0x20 {
+                // RFC 7541 §4.2: only at the start of a block.
+                if !first_field {
+                    return Err(bad("dynamic table size update after a field"));
                 }
-            } else if b & 0xe0 == 0x20 {
                 let size = read_integer(block, &mut at, 5)?;
                 if size > self.limit {
                     return Err(bad("table size update above SETTINGS_HEADER_TABLE_SIZE"));
                 }
                 self.max_size = size;
                 self.evict(0);
+                continue;
+            }
+            first_field = false;
+            if b & 0x80 != 0 {
+                let i = read_integer(block, &mut at, 7)?;
+                let (n, v) = self.entry(i)?;
+                if delivering && want(n) {
+                    delivering = field(n, v);
+                }
             } else {
-                let indexing = b & 0x40 != 0;
-                let i = read_integer(block, &mut at, if indexing { 6 } else { 4 })?;
-                let mut name = std::mem::take(&mut self.name);
-                if i == 0 {
-                    let (h, s) = read_string(block, &mut at)?;
-                    self.string_into(&mut name, h, s)?;
-                } else {
-                    name.clear();
-                    name.extend_from_slice(self.entry(i)?.0);
+                delivering = self.literal(block, &mut at, delivering, &want, &mut field)?;
+                if self.copied > copy_budget {
+                    return Err(bad("header block copies table entries past its budget"));
                 }
-                let (h, s) = read_string(block, &mut at)?;
-                let wanted = want(&name);
-                if indexing || wanted {
-                    let mut value = std::mem::take(&mut self.value);
-                    self.string_into(&mut value, h, s)?;
-                    if wanted {
-                        field(&name, &value);
-                    }
-                    if indexing {
-                        self.insert(&name, &value);
-                    }
-                    self.value = value;
-                }
-                self.name = name;
             }
         }
         Ok(())
+    }
+
+    /// A literal field at `block[*at]` (with or without indexing); returns whether
+    /// fields are still to be delivered.
+    fn literal(
+        &mut self,
+        block: &[u8],
+        at: &mut usize,
+        delivering: bool,
+        want: &impl Fn(&[u8]) -> bool,
+        field: &mut impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<bool, CompressionError> {
+        let indexing = block[*at] & 0x40 != 0;
+        let i = read_integer(block, at, if indexing { 6 } else { 4 })?;
+        if !indexing && !delivering {
+            // Nothing to keep and nobody to tell: check the reference, skip the bytes.
+            if i == 0 {
+                read_string(block, at)?;
+            } else {
+                self.entry(i)?;
+            }
+            read_string(block, at)?;
+            return Ok(false);
+        }
+        let mut name = std::mem::take(&mut self.name);
+        if i == 0 {
+            let (h, s) = read_string(block, at)?;
+            self.string_into(&mut name, h, s)?;
+        } else {
+            name.clear();
+            name.extend_from_slice(self.entry(i)?.0);
+            self.copied += name.len();
+        }
+        let (h, s) = read_string(block, at)?;
+        let wanted = delivering && want(&name);
+        let mut still = delivering;
+        if indexing || wanted {
+            let mut value = std::mem::take(&mut self.value);
+            self.string_into(&mut value, h, s)?;
+            if wanted {
+                still = field(&name, &value);
+            }
+            if indexing {
+                self.insert(&mut name, &mut value);
+            }
+            self.value = value;
+        }
+        self.name = name;
+        Ok(still)
     }
 
     /// Entry `i` of the static table (1..=61) or the dynamic one (62..).
@@ -359,15 +452,15 @@ impl Decoder {
         }
     }
 
-    fn insert(&mut self, name: &[u8], value: &[u8]) {
+    /// Adds (name, value) to the table, taking their buffers (each is left holding a
+    /// spare one): an entry is copied once, when it is decoded, never again here.
+    fn insert(&mut self, name: &mut Vec<u8>, value: &mut Vec<u8>) {
         let size = name.len() + value.len() + 32;
         self.evict(size);
         if size <= self.max_size {
             let (mut n, mut v) = self.spare.pop().unwrap_or_default();
-            n.clear();
-            n.extend_from_slice(name);
-            v.clear();
-            v.extend_from_slice(value);
+            std::mem::swap(&mut n, name);
+            std::mem::swap(&mut v, value);
             self.table.push_front((n, v));
             self.size += size;
         }
@@ -490,5 +583,65 @@ mod tests {
         ];
         let got = decode(&block);
         assert_eq!(got[3], (":authority".into(), "www.example.com".into()));
+    }
+
+    #[test]
+    fn a_table_size_update_is_allowed_only_at_the_start_of_a_block() {
+        // RFC 7541 §4.2: two updates first are fine, one after a field is not.
+        let mut d = Decoder::default();
+        assert!(d.decode(&[0x20, 0x3f, 0xe1, 0x1f, 0x82], |_, _| {}).is_ok());
+        let mut d = Decoder::default();
+        assert!(d.decode(&[0x82, 0x20], |_, _| {}).is_err());
+    }
+
+    #[test]
+    fn decode_while_stops_delivering_but_keeps_the_table_in_step() {
+        // One literal with incremental indexing ("x-a: 1"), then after the stop a
+        // second one ("x-b: 2") and a reference; the next block must see both entries.
+        let mut block = Vec::new();
+        for (n, v) in [(b"x-a", b"1"), (b"x-b", b"2")] {
+            block.push(0x40);
+            string(&mut block, n);
+            string(&mut block, v);
+        }
+        block.push(0x80 | 62); // x-b, the newest
+        block.extend([0x00, 0x01, b'y', 0x01, b'z']); // not indexed, skipped unread
+        let mut d = Decoder::default();
+        let mut seen = 0;
+        d.decode_while(&block, |_, _| {
+            seen += 1;
+            false
+        })
+        .unwrap();
+        assert_eq!(seen, 1, "nothing is delivered after the stop");
+        let got = {
+            let mut v = Vec::new();
+            d.decode(&[0x80 | 62, 0x80 | 63], |n, val| {
+                v.push((n.to_vec(), val.to_vec()))
+            })
+            .unwrap();
+            v
+        };
+        assert_eq!(got[0], (b"x-b".to_vec(), b"2".to_vec()));
+        assert_eq!(got[1], (b"x-a".to_vec(), b"1".to_vec()));
+        assert!(
+            d.decode_while(&[0x80 | 70], |_, _| false).is_err(),
+            "bad index"
+        );
+    }
+
+    #[test]
+    fn a_block_that_copies_a_large_name_over_and_over_is_refused() {
+        // A 4,000-byte name in the table, then fields that add entries named by it
+        // with an empty value: two bytes each for 4 KB copied.
+        let mut d = Decoder::default();
+        let mut first = vec![0x40];
+        string(&mut first, &[b'n'; 4000]);
+        string(&mut first, b"");
+        d.decode(&first, |_, _| {}).unwrap();
+        let few: Vec<u8> = [0x40 | 62, 0x00].repeat(2);
+        assert!(d.decode(&few, |_, _| {}).is_ok(), "a few copies are fine");
+        let many: Vec<u8> = [0x40 | 62, 0x00].repeat(1000);
+        assert!(d.decode_while(&many, |_, _| false).is_err());
     }
 }

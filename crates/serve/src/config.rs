@@ -118,6 +118,34 @@ pub struct Config {
     /// HTTP/2: SETTINGS_MAX_CONCURRENT_STREAMS, the streams one connection may have
     /// open at once; more are refused with RST_STREAM(REFUSED_STREAM).
     pub h2_max_streams: u32,
+    /// HTTP/2: streams one connection may have reset — by the client's RST_STREAM, or
+    /// by ours for a stream error it caused — as a burst and a rate per second; beyond it
+    /// the connection gets GOAWAY(ENHANCE_YOUR_CALM) (the rapid-reset attack).
+    pub h2_reset_rate: Rate,
+    /// HTTP/2: frames that are no request — PING, SETTINGS, PRIORITY, empty DATA,
+    /// HEADERS or CONTINUATION that end nothing, unknown frame types — one connection
+    /// may send, as a burst and a rate per second; beyond it GOAWAY(ENHANCE_YOUR_CALM).
+    pub h2_control_rate: Rate,
+    /// HTTP/2: CONTINUATION frames one header block may use (empty ones count); more
+    /// is GOAWAY(ENHANCE_YOUR_CALM). Its bytes are bounded by `max_header_bytes`.
+    pub h2_max_continuations: u32,
+}
+
+/// A budget of events: `burst` at once, refilled at `per_sec` per second.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    /// Events allowed at once.
+    pub burst: u32,
+    /// Events allowed per second once the burst is spent.
+    pub per_sec: u32,
+}
+
+impl Rate {
+    /// No limit in practice (for tests that show what a limit guards).
+    pub const UNLIMITED: Rate = Rate {
+        burst: u32::MAX,
+        per_sec: u32::MAX,
+    };
 }
 
 /// The PEM files of `Config::tls`.
@@ -152,6 +180,9 @@ impl Default for Config {
             file_cache: Some(FileCacheConfig::default()),
             tls: None,
             h2_max_streams: crate::h2::DEFAULT_MAX_STREAMS,
+            h2_reset_rate: crate::h2::DEFAULT_RESET_RATE,
+            h2_control_rate: crate::h2::DEFAULT_CONTROL_RATE,
+            h2_max_continuations: crate::h2::DEFAULT_MAX_CONTINUATIONS,
         }
     }
 }
@@ -179,6 +210,9 @@ impl fmt::Debug for Config {
             .field("file_cache", &self.file_cache)
             .field("tls", &self.tls)
             .field("h2_max_streams", &self.h2_max_streams)
+            .field("h2_reset_rate", &self.h2_reset_rate)
+            .field("h2_control_rate", &self.h2_control_rate)
+            .field("h2_max_continuations", &self.h2_max_continuations)
             .finish()
     }
 }
@@ -214,6 +248,17 @@ impl Config {
         }
         if self.h2_max_streams == 0 {
             return bad("h2_max_streams", "must be at least 1");
+        }
+        for (name, r) in [
+            ("h2_reset_rate", self.h2_reset_rate),
+            ("h2_control_rate", self.h2_control_rate),
+        ] {
+            if r.burst == 0 {
+                return bad(name, "burst must be at least 1");
+            }
+        }
+        if self.h2_max_continuations == 0 {
+            return bad("h2_max_continuations", "must be at least 1");
         }
         Ok(())
     }
@@ -324,6 +369,24 @@ impl Builder {
     /// HTTP/2 streams one connection may have open at once (default 128).
     pub fn h2_max_streams(mut self, n: u32) -> Self {
         self.config.h2_max_streams = n;
+        self
+    }
+
+    /// HTTP/2: the stream resets one connection may cause (see [`Config::h2_reset_rate`]).
+    pub fn h2_reset_rate(mut self, rate: Rate) -> Self {
+        self.config.h2_reset_rate = rate;
+        self
+    }
+
+    /// HTTP/2: the control frames one connection may send (see [`Config::h2_control_rate`]).
+    pub fn h2_control_rate(mut self, rate: Rate) -> Self {
+        self.config.h2_control_rate = rate;
+        self
+    }
+
+    /// HTTP/2: CONTINUATION frames per header block (see [`Config::h2_max_continuations`]).
+    pub fn h2_max_continuations(mut self, n: u32) -> Self {
+        self.config.h2_max_continuations = n;
         self
     }
     /// Replace the whole configuration (the builder's other calls still apply after).

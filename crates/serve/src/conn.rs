@@ -25,7 +25,11 @@
 //! done (`h2` or `http/1.1`), and a client that negotiated nothing is detected by its
 //! bytes as on a plain socket. An HTTP/2 connection keeps this struct's socket,
 //! buffers, phases and deadlines; the frames are the `h2::Session`'s (see
-//! [`Conn::drive_h2`]). All I/O goes through [`Sock`], plain or TLS.
+//! [`Conn::drive_h2`]). Its deadlines differ in one way: only progress (a request
+//! answered, response bytes written) sets one anew, a phase change alone never
+//! pushes it back ([`Conn::rearm_h2`]), since on HTTP/2 a client can flip phases at
+//! will with partial, empty or control frames. All I/O goes through [`Sock`], plain
+//! or TLS.
 
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
@@ -109,6 +113,10 @@ pub(crate) struct Conn {
     continue_sent: bool,
     phase: Phase,
     deadline: Instant,
+    /// Bytes of `out` written to the socket, ever.
+    sent: u64,
+    /// HTTP/2: the session's response-frame count when we last wrote.
+    h2_mark: u64,
     /// The interest currently registered with epoll (kept by the worker).
     pub interest: u32,
 }
@@ -131,6 +139,8 @@ impl Conn {
             continue_sent: false,
             phase: Phase::Idle,
             deadline,
+            sent: 0,
+            h2_mark: 0,
             interest: EV_IN,
         }
     }
@@ -316,6 +326,7 @@ impl Conn {
             s.goaway(&mut self.out);
         }
         let served_before = *io.requests;
+        let mut progress = false;
         loop {
             let room = self.out_pos + H2_ROOM;
             let mut full = false;
@@ -325,14 +336,19 @@ impl Conn {
                 full = self.out.len() >= room;
             }
             s.fill(&mut self.out, room);
-            let before = self.out_pos;
-            match self.flush() {
+            let (mark, sending) = s.sending_mark();
+            let sent_before = self.sent;
+            let flushed = self.flush();
+            // Response bytes the client accepted are progress; PING ACKs are not.
+            if self.sent != sent_before && (sending || mark != self.h2_mark) {
+                progress = true;
+            }
+            self.h2_mark = mark;
+            match flushed {
                 Err(()) => return Next::Close,
                 Ok(false) => {
-                    if self.phase != Phase::Writing || self.out_pos != before {
-                        self.phase = Phase::Writing;
-                        self.deadline = io.now + io.env.config.request_timeout;
-                    }
+                    progress |= *io.requests != served_before;
+                    self.rearm_h2(io, Phase::Writing, progress);
                     return Next::Keep(EV_OUT);
                 }
                 Ok(true) => {}
@@ -359,9 +375,30 @@ impl Conn {
         } else {
             Phase::Idle
         };
-        let served = *io.requests != served_before;
-        self.rearm(io, phase, served);
+        progress |= *io.requests != served_before;
+        self.rearm_h2(io, phase, progress);
         Next::Keep(EV_IN)
+    }
+
+    /// HTTP/2's deadline: only progress — a request answered, response bytes the
+    /// client accepted — sets it anew; a phase change without progress (a frame cut
+    /// in the middle, then completed; an empty or control frame) may bring it closer,
+    /// never push it back. So a client that keeps the connection busy with anything
+    /// but requests is closed on time (slowloris over HTTP/2).
+    fn rearm_h2(&mut self, io: &Io<'_, '_>, phase: Phase, progress: bool) {
+        let c = io.env.config;
+        let t = if phase == Phase::Idle {
+            c.idle_timeout
+        } else {
+            c.request_timeout
+        };
+        let due = io.now + t;
+        self.deadline = if progress {
+            due
+        } else {
+            self.deadline.min(due)
+        };
+        self.phase = phase;
     }
 
     /// Restarts the idle or request timeout when the phase changed or a request was
@@ -485,6 +522,7 @@ impl Conn {
                 Ok(n) => {
                     let in_head = n.min(head.len());
                     self.out_pos += in_head;
+                    self.sent += n as u64;
                     if let Some(f) = &mut self.file {
                         f.offset += (n - in_head) as u64;
                     }

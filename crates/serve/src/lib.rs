@@ -53,10 +53,13 @@ mod tls;
 mod transport;
 mod worker;
 
-pub use config::{default_workers, Builder, Config, Strategy, TlsFiles};
+pub use config::{default_workers, Builder, Config, Rate, Strategy, TlsFiles};
 pub use error::ServeError;
 pub use filecache::FileCacheConfig;
+pub use h2::DEFAULT_CONTROL_RATE as DEFAULT_H2_CONTROL_RATE;
+pub use h2::DEFAULT_MAX_CONTINUATIONS as DEFAULT_H2_MAX_CONTINUATIONS;
 pub use h2::DEFAULT_MAX_STREAMS as DEFAULT_H2_MAX_STREAMS;
+pub use h2::DEFAULT_RESET_RATE as DEFAULT_H2_RESET_RATE;
 pub use hello::HELLO_BODY;
 pub use request::{Handler, Request};
 pub use response::{reason, Response};

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use perflab_serve::{FileCacheConfig, ServeError, Server, Strategy};
+use perflab_serve::{FileCacheConfig, Rate, ServeError, Server, Strategy};
 
 use crate::exit::InvalidInput;
 
@@ -87,6 +87,33 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = perflab_serve::DEFAULT_H2_MAX_STREAMS,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub h2_max_streams: u32,
+
+    /// HTTP/2: stream resets (the client's RST_STREAM, or ours for a stream error it
+    /// caused) one connection may make at once; past the budget it gets
+    /// GOAWAY(ENHANCE_YOUR_CALM). Refilled at --h2-resets-per-sec.
+    #[arg(long, value_name = "N", default_value_t = perflab_serve::DEFAULT_H2_RESET_RATE.burst,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub h2_reset_burst: u32,
+
+    /// HTTP/2: stream resets per second one connection may make after the burst.
+    #[arg(long, value_name = "N", default_value_t = perflab_serve::DEFAULT_H2_RESET_RATE.per_sec)]
+    pub h2_resets_per_sec: u32,
+
+    /// HTTP/2: frames that are no request (PING, SETTINGS, PRIORITY, empty frames,
+    /// unknown types) one connection may send at once; past the budget it gets
+    /// GOAWAY(ENHANCE_YOUR_CALM). Refilled at --h2-control-per-sec.
+    #[arg(long, value_name = "N", default_value_t = perflab_serve::DEFAULT_H2_CONTROL_RATE.burst,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub h2_control_burst: u32,
+
+    /// HTTP/2: such frames per second one connection may send after the burst.
+    #[arg(long, value_name = "N", default_value_t = perflab_serve::DEFAULT_H2_CONTROL_RATE.per_sec)]
+    pub h2_control_per_sec: u32,
+
+    /// HTTP/2: CONTINUATION frames one header block may use (empty ones count).
+    #[arg(long, value_name = "N", default_value_t = perflab_serve::DEFAULT_H2_MAX_CONTINUATIONS,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub h2_max_continuations: u32,
 }
 
 /// `--file-cache`: off, or the validity of an entry.
@@ -169,7 +196,16 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         .access_log(args.access_log)
         .max_connections(args.max_connections)
         .timeout(args.timeout)
-        .h2_max_streams(args.h2_max_streams);
+        .h2_max_streams(args.h2_max_streams)
+        .h2_reset_rate(Rate {
+            burst: args.h2_reset_burst,
+            per_sec: args.h2_resets_per_sec,
+        })
+        .h2_control_rate(Rate {
+            burst: args.h2_control_burst,
+            per_sec: args.h2_control_per_sec,
+        })
+        .h2_max_continuations(args.h2_max_continuations);
     if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
         builder = builder.tls(cert, key);
     }

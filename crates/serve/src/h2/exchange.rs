@@ -126,12 +126,24 @@ impl Scratch {
             (false, false, false, false);
         let (mut regular, mut malformed, mut too_large) = (false, false, false);
         let mut declared = None;
+        // The size of the whole list, every field counted (as it would stand in an
+        // HTTP/1.1 head), pseudo-fields and a dropped `host` included.
+        let mut list = 0usize;
         let fields = &mut self.fields;
         let (method, path, authority) = (&mut self.method, &mut self.path, &mut self.authority);
-        dec.decode(block, |name, value| {
+        // Once the request is known to be malformed or too large, no more fields are
+        // looked at: the rest of the block costs only its HPACK upkeep (an attacker's
+        // block of references to one large table entry would otherwise be validated
+        // and copied field by field, its cost set by the decoded size, not the block).
+        dec.decode_while(block, |name, value| {
+            list += name.len() + value.len() + 4;
+            if list > limit {
+                too_large = true;
+                return false;
+            }
             if !value_ok(value) {
                 malformed = true;
-                return;
+                return false;
             }
             if let Some(pseudo) = name.strip_prefix(b":") {
                 let (seen, dst) = match pseudo {
@@ -141,7 +153,7 @@ impl Scratch {
                     b"scheme" => (&mut has_scheme, None),
                     _ => {
                         malformed = true;
-                        return;
+                        return false;
                     }
                 };
                 malformed |= regular || *seen;
@@ -149,7 +161,7 @@ impl Scratch {
                 if let Some(d) = dst {
                     d.extend_from_slice(value);
                 }
-                return;
+                return !malformed;
             }
             regular = true;
             if !name_ok(name)
@@ -157,23 +169,24 @@ impl Scratch {
                 || (name == b"te" && value != b"trailers")
             {
                 malformed = true;
-                return;
+                return false;
             }
             if name == b"host" && has_authority {
-                return; // :authority wins (RFC 9113 §8.3.1)
+                return true; // :authority wins (RFC 9113 §8.3.1)
             }
             if name == b"content-length" {
                 declared = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
-            }
-            if fields.len() + name.len() + value.len() > limit {
-                too_large = true;
-                return;
             }
             fields.extend_from_slice(name);
             fields.extend_from_slice(b": ");
             fields.extend_from_slice(value);
             fields.extend_from_slice(b"\r\n");
+            true
         })?;
+        if too_large && !malformed {
+            // Fields after the limit were not read: the pseudo-fields may be unseen.
+            return Ok(Decoded::TooLarge);
+        }
         let connect = self.method == b"CONNECT";
         let path_ok = self.path.iter().all(|&b| b > 0x20 && b != 0x7f);
         if malformed
@@ -183,9 +196,6 @@ impl Scratch {
             || !self.method.iter().all(|&b| b > 0x20 && b < 0x7f)
         {
             return Ok(Decoded::Malformed);
-        }
-        if too_large {
-            return Ok(Decoded::TooLarge);
         }
         let req = &mut self.req;
         req.clear();

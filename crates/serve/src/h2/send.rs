@@ -20,6 +20,7 @@ use perflab_h2::frame::{self, Head};
 use perflab_h2::{code, flag, kind};
 
 use super::exchange;
+use super::guard::Closed;
 use super::session::Session;
 use super::stream::Stream;
 use crate::conn::Io;
@@ -86,10 +87,20 @@ impl Session {
     fn finish(&mut self, i: usize, out: &mut Vec<u8>) {
         let s = self.streams.get(i);
         s.sending = false;
-        if s.recv_open {
+        let how = if s.recv_open {
             frame::rst_stream(out, s.id, code::NO_ERROR);
-        }
-        self.streams.close(i);
+            Closed::ByUs
+        } else {
+            Closed::Ended
+        };
+        self.streams.close(i, how);
+    }
+
+    /// Response DATA frames queued so far, and whether a response is still being
+    /// sent: the connection extends its deadline only when such bytes are written
+    /// (control frames and partial input never do).
+    pub fn sending_mark(&self) -> (u64, bool) {
+        (self.data_frames, self.streams.any_sending())
     }
 
     /// Whether queued body bytes could be sent now.
@@ -130,6 +141,7 @@ impl Session {
             }
             s.send_window -= n as i64;
             self.send_window -= n as i64;
+            self.data_frames += 1;
             if last {
                 self.finish(i, out);
                 self.cursor = i;

@@ -13,6 +13,7 @@
 //! scan of a few cache lines beats hashing. Closed streams go to a pool and come back
 //! with their buffers' capacity, so a long connection stops allocating.
 
+use super::guard::{Closed, Recent};
 use crate::files::FileBody;
 
 #[derive(Debug, Default)]
@@ -52,11 +53,13 @@ impl Stream {
     }
 }
 
-/// The open streams of one connection, plus a pool of closed ones to reuse.
+/// The open streams of one connection, plus a pool of closed ones to reuse, and how
+/// the last few closed (for frames that arrive late, §5.1).
 #[derive(Debug, Default)]
 pub(super) struct Streams {
     open: Vec<Stream>,
     pool: Vec<Stream>,
+    recent: Recent,
 }
 
 impl Streams {
@@ -97,9 +100,21 @@ impl Streams {
         self.open.len() - 1
     }
 
+    /// Records that stream `id` closed without ever being open here (refused, or
+    /// ignored after our GOAWAY).
+    pub fn closed_unopened(&mut self, id: u32, how: Closed) {
+        self.recent.record(id, how);
+    }
+
+    /// How a stream no longer open closed, if it closed recently.
+    pub fn closed(&self, id: u32) -> Option<Closed> {
+        self.recent.get(id)
+    }
+
     /// Closes the stream at `i` (indices of later streams may change).
-    pub fn close(&mut self, i: usize) {
+    pub fn close(&mut self, i: usize, how: Closed) {
         let mut s = self.open.swap_remove(i);
+        self.recent.record(s.id, how);
         s.head.clear();
         s.body.clear();
         s.pending.clear();
@@ -117,6 +132,11 @@ impl Streams {
         (0..n)
             .map(|k| (from + k) % n)
             .find(|&i| self.open[i].sending && self.open[i].send_window > 0)
+    }
+
+    /// Whether any stream still has a response body to send.
+    pub fn any_sending(&self) -> bool {
+        self.open.iter().any(|s| s.sending)
     }
 
     /// Whether any stream has queued bytes and window to send them.

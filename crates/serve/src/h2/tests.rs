@@ -142,6 +142,16 @@ impl Harness {
     }
 }
 
+/// The pseudo-fields of a GET of `path`.
+fn get_fields(path: &str) -> [(&[u8], &[u8]); 4] {
+    [
+        (b":method", b"GET"),
+        (b":scheme", b"http"),
+        (b":path", path.as_bytes()),
+        (b":authority", b"t"),
+    ]
+}
+
 fn get(stream: u32, path: &str, extra: &[(&str, &str)]) -> Vec<u8> {
     let mut f: Vec<(&[u8], &[u8])> = vec![
         (b":method", b"GET"),
@@ -507,3 +517,6 @@ fn our_goaway_ignores_later_streams() {
     assert!(h.feed(&get(3, "/a.txt", &[])).is_empty());
     assert!(h.session.done());
 }
+
+mod limits;
+mod states;
