@@ -146,8 +146,17 @@ fn the_open_loop_schedules_on_streams() {
     };
     let r = bounded(spec);
     assert_eq!(r.errors.total, 0);
-    assert!((150..=250).contains(&r.requests), "{}", r.requests);
-    assert_eq!(r.protocols.get("h2"), Some(&1));
+    // What the open loop decides: 200 requests scheduled in the second, each answered
+    // or still pending at the end (a loaded machine leaves more of them pending).
+    let scheduled = r.requests + r.cancelled_at_end;
+    assert!((150..=250).contains(&scheduled), "{r:?}");
+    assert!(r.requests > 0);
+    // One connection at a time, all h2: a loaded machine may see the one connection
+    // dropped while idle and opened again (counted as reconnects, never as extra
+    // connections running beside it).
+    assert_eq!(r.protocols.keys().collect::<Vec<_>>(), ["h2"]);
+    assert_eq!(r.protocols["h2"], 1 + r.reconnects, "{r:?}");
+    assert_eq!(server.stats.violations.load(Ordering::SeqCst), 0);
 }
 
 fn tls_config(alpn: &[&[u8]]) -> Arc<ServerConfig> {
@@ -307,7 +316,8 @@ fn ramps_and_the_knee_search_run_over_streams() {
     let r = bounded(spec);
     assert_eq!(r.steps.len(), 2);
     assert_eq!(r.errors.total, 0);
-    assert!(r.requests >= 100, "{}", r.requests);
+    // 150 scheduled (50 + 100): answered, or pending at the end on a loaded machine.
+    assert!(r.requests + r.cancelled_at_end >= 100, "{r:?}");
     let spec = LoadSpec {
         connections: 1,
         streams: 4,
