@@ -76,6 +76,13 @@ pub fn hint_for(e: &anyhow::Error) -> Option<String> {
         if let Some(perflab_store::StoreError::NoSuchRun(_)) = c.downcast_ref() {
             return Some("`perflab runs` lists the stored runs".into());
         }
+        if let Some(perflab_serve::ServeError::PortInUse { .. }) = c.downcast_ref() {
+            return Some(
+                "stop the server on that port, choose another --port (0 lets the OS choose), \
+                 or pass --reuse-port to share it"
+                    .into(),
+            );
+        }
         if c.downcast_ref::<perflab_lab::FileError>().is_some() {
             return Some(
                 "the experiment file format is described in docs/experiment-file.md".into(),

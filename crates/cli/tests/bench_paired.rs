@@ -13,7 +13,7 @@ fn two_sleeps_are_compared_paired_with_their_minimum_detectable_effect() {
     let out = lab.run(&[
         "bench",
         "sleep 0.1",
-        "sleep 0.12",
+        "sleep 0.5",
         "-r",
         "8",
         "--export-json",
@@ -45,11 +45,13 @@ fn two_sleeps_are_compared_paired_with_their_minimum_detectable_effect() {
     assert!(wall["rounds_for_1pct"].as_u64().is_some(), "{wall}");
     // Welch's estimate stays in its own fields.
     assert!(wall["p_welch"].is_number() && wall["ratio_ci_low"].is_number());
-    // The numbers (these need a machine that is not overloaded: `sleep` is timed).
+    // The numbers: the ratio is 5 on an idle machine; start-up time a loaded machine
+    // adds to both commands pulls it towards 1, and jitter widens the interval, never
+    // past these.
     let (lo, hi) = (p["lo"].as_f64().unwrap(), p["hi"].as_f64().unwrap());
     assert!(
-        (1.15..=1.25).contains(&lo) && (1.15..=1.25).contains(&hi),
-        "paired ratio CI [{lo}, {hi}] must lie inside [1.15, 1.25]"
+        lo > 1.0 && lo <= 5.1 && (lo..=10.0).contains(&hi),
+        "paired ratio CI [{lo}, {hi}] must lie inside (1, 10] and start at most at 5.1"
     );
     assert_eq!(wall["verdict"], "slower", "{wall}");
     assert!(text.contains("slower"), "{text}");

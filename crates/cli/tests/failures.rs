@@ -61,8 +61,9 @@ fn refused_port() -> u16 {
         .port()
 }
 
-/// Runs `perflab http ARGS` expecting exit 1 within 2 s, no run recorded, and `cause`
-/// in the message; returns the message.
+/// Runs `perflab http ARGS` expecting exit 1 within 5 s (half the 10 s load these tests
+/// ask for, with room for a loaded machine), no run recorded, and `cause` in the
+/// message; returns the message.
 fn fails_at_once(lab: &Lab, args: &[&str], cause: &str) -> String {
     let started = Instant::now();
     let out = lab.run(args);
@@ -74,7 +75,7 @@ fn fails_at_once(lab: &Lab, args: &[&str], cause: &str) -> String {
         "{args:?}: {err}{}",
         stdout(&out)
     );
-    assert!(took < Duration::from_secs(2), "{args:?} took {took:?}");
+    assert!(took < Duration::from_secs(5), "{args:?} took {took:?}");
     assert!(err.contains(cause), "{args:?}: {cause:?} missing in {err}");
     assert!(!err.contains("recorded as run"), "{err}");
     err

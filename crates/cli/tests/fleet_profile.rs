@@ -66,7 +66,7 @@ fn a_profile_on_b_is_of_the_service_there() {
     let exp = lab.write(
         "exp.toml",
         &experiment(
-            "kind = \"http\"\nhost = \"a\"\nurls = [\"http://{service_host}:{port}/\"]\nconnections = 2\nthreads = 1\nduration = \"1500ms\"\n",
+            "kind = \"http\"\nhost = \"a\"\nurls = [\"http://{service_host}:{port}/\"]\nconnections = 2\nthreads = 1\nduration = \"5s\"\n",
         ),
     );
     let out = lab.run(&["run", exp.to_str().unwrap()]);

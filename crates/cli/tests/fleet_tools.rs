@@ -284,7 +284,7 @@ fn top_on_b(lab: &Lab, hosts: &Hosts) -> std::process::Child {
 
 /// Nothing perflab started is left in b within a few seconds (sshd itself stays).
 fn assert_clean(hosts: &Hosts) {
-    let clean = wait_until(Duration::from_secs(5), || {
+    let clean = wait_until(Duration::from_secs(15), || {
         !hosts.processes(1).contains("perflab")
     });
     assert!(clean, "left in b: {}", hosts.processes(1));
@@ -300,16 +300,18 @@ fn ctrl_c_ends_top_here_and_on_b() {
     let sent = Instant::now();
     // SAFETY: signalling the perflab this test started.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let done = wait_until(Duration::from_secs(10), || {
+    let done = wait_until(Duration::from_secs(20), || {
         child.try_wait().ok().flatten().is_some()
     });
     if !done {
         let _ = child.kill();
-        panic!("perflab did not stop within 10 s of Ctrl-C");
+        panic!("perflab did not stop within 20 s of Ctrl-C");
     }
     let out = child.wait_with_output().unwrap();
+    // `top` never ends by itself: any bound shows Ctrl-C ended it; this one leaves
+    // room for a loaded machine.
     assert!(
-        sent.elapsed() < Duration::from_secs(5),
+        sent.elapsed() < Duration::from_secs(15),
         "{:?}",
         sent.elapsed()
     );

@@ -227,6 +227,22 @@ fn ctrl_c_ends_the_load_and_keeps_what_ran() {
     std::thread::spawn(move || {
         let _ = tx.send(child.wait_with_output());
     });
+    // The load has connected (a loaded machine may take seconds to start it) and run
+    // for a moment: Ctrl-C then finds requests done.
+    let port: u16 = server
+        .url
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    let connected = wait_until(Duration::from_secs(30), || established_to(port) >= 2);
+    if !connected {
+        // SAFETY: kill has no memory preconditions; the pid is our child's, not yet reaped.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        panic!("perflab http never connected to port {port}");
+    }
     std::thread::sleep(Duration::from_millis(1500));
     // SAFETY: kill has no memory preconditions; the pid is our child's, not yet reaped.
     unsafe { libc::kill(pid, libc::SIGINT) };

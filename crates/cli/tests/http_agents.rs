@@ -283,8 +283,25 @@ fn ctrl_c_stops_every_agent_and_reports_what_ran() {
     };
     let (_server, url) = hello_in(&hosts, 2);
     let (mut child, rx, mut said) = start_at_go(&lab, &url, "60s");
-    // Let the load run about two seconds (time is the condition here: what is checked
+    // The agents' connections are up (a loaded machine may take seconds after "go"),
+    // then the load runs about two seconds (time is the condition here: what is checked
     // is that Ctrl-C then stops every agent promptly and what ran is reported).
+    let port: u16 = url
+        .trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let connected = wait_until(Duration::from_secs(30), || {
+        hosts
+            .exec(2, &["cat", "/proc/net/tcp"])
+            .is_ok_and(|t| established_in(&t, port) >= 2)
+    });
+    if !connected {
+        let _ = child.kill();
+        panic!("the agents never connected to {url}");
+    }
     let t = Instant::now();
     wait_until(Duration::from_secs(3), || {
         t.elapsed() > Duration::from_secs(2)

@@ -177,7 +177,8 @@ fn ctrl_c_stops_every_task_and_leaves_no_worker() {
         said.push_str(&(l + "\n"));
     }
     assert!(ended, "still running 15 s after Ctrl-C: {said}");
-    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    // Far below the 30 s of load, with room for a loaded machine.
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
     assert_eq!(out.status.code(), Some(130), "{said}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["interrupted"], true, "{v}");
@@ -198,20 +199,6 @@ fn ctrl_c_stops_every_task_and_leaves_no_worker() {
         cluster.jobs()
     );
     assert!(cluster.healthy(), "{}", cluster.log("slurmctld.log"));
-}
-
-/// Established connections whose local end is `port` (the server's side).
-fn established_to(port: u16) -> usize {
-    let local = format!(":{port:04X} ");
-    ["/proc/net/tcp", "/proc/net/tcp6"]
-        .iter()
-        .filter_map(|f| std::fs::read_to_string(f).ok())
-        .flat_map(|t| t.lines().skip(1).map(str::to_owned).collect::<Vec<_>>())
-        .filter(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            f.len() > 3 && format!("{} ", f[1]).ends_with(&local) && f[3] == "01"
-        })
-        .count()
 }
 
 /// Task `id`'s `perflab worker` (by the SLURM_PROCID in its environment).

@@ -352,8 +352,9 @@ mod tests {
     fn until_ended(link: &PipeLink) {
         let t = Instant::now();
         while link.running() > 0 {
+            // Under the fake trial's 20 s, with room for a loaded machine.
             assert!(
-                t.elapsed() < Duration::from_secs(5),
+                t.elapsed() < Duration::from_secs(15),
                 "the worker loop runs on"
             );
             std::thread::sleep(Duration::from_millis(5));
@@ -399,7 +400,7 @@ mod tests {
         let _ = out.read_to_string(&mut rest);
         let t = Instant::now();
         while link.running() > 1 {
-            assert!(t.elapsed() < Duration::from_secs(5), "a's worker runs on");
+            assert!(t.elapsed() < Duration::from_secs(15), "a's worker runs on");
             std::thread::sleep(Duration::from_millis(5));
         }
         let e = link.worker(&host("a"), "perflab").err().unwrap();

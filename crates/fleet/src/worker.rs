@@ -139,7 +139,9 @@ mod tests {
     struct Sleepy;
     impl Workload for Sleepy {
         fn run(&self, ctx: &TrialContext) -> Result<Measurement, WorkloadError> {
-            for _ in 0..500 {
+            // 60 s unless interrupted: far beyond the bound below, however busy the
+            // machine.
+            for _ in 0..6000 {
                 if ctx.interrupted.load(Ordering::SeqCst) {
                     return Err(WorkloadError::Interrupted);
                 }
@@ -215,7 +217,7 @@ mod tests {
         let t = std::time::Instant::now();
         let code = serve(input, &mut out, &Fake, serde_json::Value::Null, dir.path());
         assert_eq!(code, 1);
-        assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
+        assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
         let last = events(&out).pop().unwrap().into_result().unwrap();
         assert!(matches!(last, Err(WorkloadError::Interrupted)));
     }

@@ -394,7 +394,7 @@ fn ctrl_c_mid_run_keeps_finished_trials_and_ends_every_worker() {
     // h0's trials are short, h1's long: Ctrl-C comes while h1's first one runs.
     let text = STEPS.replace(
         "sleep 0.{host_delay}",
-        "case {host} in h0) sleep 0.2;; *) sleep 5;; esac",
+        "case {host} in h0) sleep 0.2;; *) sleep 60;; esac",
     );
     let exp = lab.experiment(&text);
     let flag = Arc::new(AtomicBool::new(false));
@@ -407,8 +407,9 @@ fn ctrl_c_mid_run_keeps_finished_trials_and_ends_every_worker() {
     );
     assert_eq!(out.status, RunStatus::Interrupted, "{out:?}");
     assert!(out.trials_ok >= 1, "{out:?}");
-    // h1's 5 s trial was stopped, not waited for.
-    assert!(t0.elapsed() < Duration::from_secs(4), "{:?}", t0.elapsed());
+    // h1's 60 s trial (cut at the 30 s timeout) was stopped, not waited for; the
+    // bound leaves room for a loaded machine.
+    assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
     let export = lab.store.export_run(out.run_id).unwrap();
     let ok = export.trials.iter().filter(|t| t.status == "ok").count();
     assert_eq!(ok, out.trials_ok, "finished trials are kept");

@@ -136,7 +136,7 @@ mod tests {
         timer.register(poll.registry(), Token(7)).unwrap();
         let mut events = Events::with_capacity(4);
         let mut lateness = Vec::new();
-        for _ in 0..21 {
+        for _ in 0..101 {
             let at = Instant::now() + Duration::from_micros(300);
             timer.arm(at).unwrap();
             loop {
@@ -154,11 +154,12 @@ mod tests {
         lateness.sort();
         let median = lateness[lateness.len() / 2];
         eprintln!(
-            "wake-up lateness: median {median:?}, worst {:?}",
-            lateness[20]
+            "wake-up lateness: best {:?}, median {median:?}, worst {:?}",
+            lateness[0], lateness[100]
         );
-        // A millisecond-rounded epoll timeout would be ~700 µs late every time; this
-        // leaves room for a loaded machine, but not for that.
-        assert!(median < Duration::from_micros(500), "{lateness:?}");
+        // A millisecond-rounded epoll timeout would be ~700 µs late every time, the
+        // best wake-up included; a loaded machine delays many wake-ups (the median
+        // too), but not every one of 101.
+        assert!(lateness[0] < Duration::from_micros(500), "{lateness:?}");
     }
 }

@@ -136,8 +136,12 @@ fn max_concurrent_streams_of_one_is_kept() {
 #[test]
 fn the_open_loop_schedules_on_streams() {
     let server = H2Server::start(H2Config::default());
+    // The open loop opens more connections when its streams fall behind the schedule
+    // (a loaded machine: 4 were seen); capped at one, the count is what the test
+    // decides, and every request still goes out on that one connection's streams.
     let spec = LoadSpec {
         connections: 1,
+        max_connections: Some(1),
         streams: 4,
         rate: Some(200.0),
         duration: Some(Duration::from_secs(1)),
@@ -146,8 +150,18 @@ fn the_open_loop_schedules_on_streams() {
     };
     let r = bounded(spec);
     assert_eq!(r.errors.total, 0);
-    assert!((150..=250).contains(&r.requests), "{}", r.requests);
-    assert_eq!(r.protocols.get("h2"), Some(&1));
+    // What the open loop decides: 200 requests scheduled in the second, each answered
+    // or still pending at the end (a loaded machine leaves more of them pending).
+    let scheduled = r.requests + r.cancelled_at_end;
+    assert!(
+        (150..=250).contains(&scheduled),
+        "requests {}, pending at the end {}",
+        r.requests,
+        r.cancelled_at_end
+    );
+    assert!(r.requests > 0);
+    assert_eq!(r.protocols.get("h2"), Some(&1), "{:?}", r.protocols);
+    assert_eq!(server.stats.violations.load(Ordering::SeqCst), 0);
 }
 
 fn tls_config(alpn: &[&[u8]]) -> Arc<ServerConfig> {
@@ -307,7 +321,13 @@ fn ramps_and_the_knee_search_run_over_streams() {
     let r = bounded(spec);
     assert_eq!(r.steps.len(), 2);
     assert_eq!(r.errors.total, 0);
-    assert!(r.requests >= 100, "{}", r.requests);
+    // 150 scheduled (50 + 100): answered, or pending at the end on a loaded machine.
+    assert!(
+        r.requests + r.cancelled_at_end >= 100,
+        "requests {}, pending at the end {}",
+        r.requests,
+        r.cancelled_at_end
+    );
     let spec = LoadSpec {
         connections: 1,
         streams: 4,

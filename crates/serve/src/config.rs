@@ -85,6 +85,11 @@ pub struct Config {
     pub workers: usize,
     /// How workers accept connections.
     pub accept: Strategy,
+    /// Share the port with other servers already listening on it (`SO_REUSEPORT`
+    /// before `bind`, same user only), splitting connections with them. Off by
+    /// default: a port in use is `ServeError::PortInUse`, while the workers of this
+    /// server still share their own port under `reuseport`.
+    pub reuse_port: bool,
     /// Answer every request with a fixed small page (precomputed).
     pub hello: bool,
     /// Dynamic requests: `Some(response)` answers, `None` falls back to static files.
@@ -165,6 +170,7 @@ impl Default for Config {
             unix_socket: None,
             workers: default_workers(),
             accept: Strategy::Reuseport,
+            reuse_port: false,
             hello: false,
             handler: None,
             access_log: false,
@@ -195,6 +201,7 @@ impl fmt::Debug for Config {
             .field("unix_socket", &self.unix_socket)
             .field("workers", &self.workers)
             .field("accept", &self.accept)
+            .field("reuse_port", &self.reuse_port)
             .field("hello", &self.hello)
             .field("handler", &self.handler.as_ref().map(|_| "<fn>"))
             .field("access_log", &self.access_log)
@@ -285,6 +292,12 @@ impl Builder {
     /// Accept strategy.
     pub fn accept(mut self, strategy: Strategy) -> Self {
         self.config.accept = strategy;
+        self
+    }
+    /// Join a port other servers of this user already listen on, instead of failing
+    /// with [`ServeError::PortInUse`] (see [`Config::reuse_port`]).
+    pub fn reuse_port(mut self, on: bool) -> Self {
+        self.config.reuse_port = on;
         self
     }
     /// Answer every request with the fixed hello page.

@@ -31,6 +31,9 @@ pub enum ServeError {
         #[source]
         source: io::Error,
     },
+    /// Another socket already listens on the port (and `reuse_port` was not asked for).
+    #[error("cannot listen on {addr}: address already in use (another socket holds port {port})", port = addr.port())]
+    PortInUse { addr: SocketAddr },
     /// Creating, binding or listening on the unix socket failed.
     #[error("cannot listen on {}: {source}", path.display())]
     BindUnix {

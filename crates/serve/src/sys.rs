@@ -198,8 +198,23 @@ fn set_int_opt(fd: RawFd, level: libc::c_int, name: libc::c_int, v: libc::c_int)
     .map(drop)
 }
 
-/// A non-blocking listening socket with `SO_REUSEADDR` (and `SO_REUSEPORT` if asked).
-pub fn listen(addr: &SocketAddr, reuseport: bool, backlog: u32) -> io::Result<OwnedFd> {
+/// When a listening socket gets `SO_REUSEPORT`, which decides whether its `bind` can
+/// join sockets already on the port (see `accept.rs` for why the first socket of a
+/// server binds alone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortReuse {
+    /// Never: the port is this socket's alone.
+    No,
+    /// Set after `bind` and before `listen`: the bind fails with `EADDRINUSE` if any
+    /// socket holds the port, yet the server's own later sockets can join this one.
+    AfterBind,
+    /// Set before `bind`: joins a `SO_REUSEPORT` group of the same user on the port.
+    BeforeBind,
+}
+
+/// A non-blocking listening socket with `SO_REUSEADDR` (and `SO_REUSEPORT` as `reuse`
+/// says).
+pub fn listen(addr: &SocketAddr, reuse: PortReuse, backlog: u32) -> io::Result<OwnedFd> {
     let family = if addr.is_ipv4() {
         libc::AF_INET
     } else {
@@ -210,7 +225,7 @@ pub fn listen(addr: &SocketAddr, reuseport: bool, backlog: u32) -> io::Result<Ow
     let fd = unsafe { OwnedFd::from_raw_fd(cvt(libc::socket(family, ty, 0))?) };
     let raw = fd.as_raw_fd();
     set_int_opt(raw, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
-    if reuseport {
+    if reuse == PortReuse::BeforeBind {
         set_int_opt(raw, libc::SOL_SOCKET, libc::SO_REUSEPORT, 1)?;
     }
     if addr.is_ipv6() {
@@ -219,6 +234,9 @@ pub fn listen(addr: &SocketAddr, reuseport: bool, backlog: u32) -> io::Result<Ow
     let (storage, len) = to_sockaddr(addr);
     // SAFETY: storage is a valid sockaddr of `len` bytes.
     cvt(unsafe { libc::bind(raw, (&storage as *const libc::sockaddr_storage).cast(), len) })?;
+    if reuse == PortReuse::AfterBind {
+        set_int_opt(raw, libc::SOL_SOCKET, libc::SO_REUSEPORT, 1)?;
+    }
     let backlog = backlog.min(i32::MAX as u32) as libc::c_int;
     // SAFETY: plain syscall.
     cvt(unsafe { libc::listen(raw, backlog) })?;
@@ -386,10 +404,24 @@ mod tests {
 
     #[test]
     fn listen_on_os_chosen_port() {
-        let fd = listen(&"127.0.0.1:0".parse().unwrap(), true, 16).unwrap();
+        let fd = listen(&"127.0.0.1:0".parse().unwrap(), PortReuse::AfterBind, 16).unwrap();
         let a = local_addr(fd.as_raw_fd()).unwrap();
         assert_ne!(a.port(), 0);
-        let again = listen(&a, true, 16).unwrap();
+        let again = listen(&a, PortReuse::BeforeBind, 16).unwrap();
         assert_eq!(local_addr(again.as_raw_fd()).unwrap(), a);
+    }
+
+    #[test]
+    fn a_port_bound_alone_refuses_every_later_bind_that_does_not_ask_to_join() {
+        let first = listen(&"127.0.0.1:0".parse().unwrap(), PortReuse::AfterBind, 16).unwrap();
+        let a = local_addr(first.as_raw_fd()).unwrap();
+        for reuse in [PortReuse::No, PortReuse::AfterBind] {
+            let err = listen(&a, reuse, 16).unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::AddrInUse, "{reuse:?}: {err}");
+        }
+        let alone = listen(&"127.0.0.1:0".parse().unwrap(), PortReuse::No, 16).unwrap();
+        let b = local_addr(alone.as_raw_fd()).unwrap();
+        let err = listen(&b, PortReuse::BeforeBind, 16).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::AddrInUse, "{err}");
     }
 }

@@ -154,8 +154,9 @@ fn stop_closes_idle_keep_alive_connections_at_once() {
     assert_eq!(common::read_response(&mut r, false).status, 200);
     let t = Instant::now();
     h.stop().unwrap();
+    // Not the 5 s shutdown grace nor the 30 s idle timeout (room for a loaded machine).
     assert!(
-        t.elapsed() < Duration::from_secs(2),
+        t.elapsed() < Duration::from_millis(4500),
         "stop took {:?}",
         t.elapsed()
     );

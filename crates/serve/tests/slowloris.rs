@@ -53,8 +53,10 @@ fn slow_clients_are_cut_off_while_others_are_served() {
     while started.elapsed() < timeout {
         let t = Instant::now();
         assert_eq!(common::get(addr, "/").status, 200);
+        // Under the request timeout (a worker stuck on a slow client would hold it
+        // that long), with room for a loaded machine.
         assert!(
-            t.elapsed() < Duration::from_millis(500),
+            t.elapsed() < Duration::from_secs(1),
             "a fast client waited {:?}",
             t.elapsed()
         );
@@ -68,9 +70,10 @@ fn slow_clients_are_cut_off_while_others_are_served() {
             "slow client got {answer:?}"
         );
         assert!(cut_after >= timeout, "cut too early: {cut_after:?}");
-        // Timeout + sweep granularity + 2 s lingering at most.
+        // Timeout + sweep granularity + 2 s lingering, with room for a loaded machine:
+        // far below the 35 s the slow client would take to send its request.
         assert!(
-            cut_after < timeout + Duration::from_millis(2600),
+            cut_after < timeout + Duration::from_secs(6),
             "cut after {cut_after:?}"
         );
     }
@@ -92,6 +95,8 @@ fn idle_keep_alive_connections_are_closed_silently() {
     let text = String::from_utf8_lossy(&got);
     assert_eq!(text.matches("HTTP/1.1").count(), 1, "{text}");
     assert!(text.starts_with("HTTP/1.1 200"));
-    assert!(t.elapsed() < Duration::from_secs(2));
+    // Closed after the 400 ms idle timeout, not the default 30 s (room for a loaded
+    // machine).
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
     assert!(common::wait_until(common::TIMEOUT, || h.stats().active == 0));
 }

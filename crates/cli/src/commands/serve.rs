@@ -45,6 +45,12 @@ pub struct ServeArgs {
     #[arg(long, default_value = "reuseport", value_name = "STRATEGY", value_parser = parse_strategy)]
     pub accept: Strategy,
 
+    /// Share the port with servers already listening on it (SO_REUSEPORT, same user
+    /// only): connections are split between them. Without it a port in use is an
+    /// error (exit 1); the workers of this server share its port either way.
+    #[arg(long)]
+    pub reuse_port: bool,
+
     /// Answer every request with a fixed small page (for load tests).
     #[arg(long)]
     pub hello: bool,
@@ -192,6 +198,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let mut builder = Server::builder()
         .bind(SocketAddr::new(args.bind, args.port))
         .accept(args.accept)
+        .reuse_port(args.reuse_port)
         .hello(args.hello)
         .access_log(args.access_log)
         .max_connections(args.max_connections)

@@ -159,6 +159,31 @@ impl Drop for HelloServer {
     }
 }
 
+/// Established connections whose local end is `port` (the server's side):
+/// a test that interrupts a load waits for it, not for a fixed time, before it expects
+/// requests.
+pub fn established_to(port: u16) -> usize {
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .map(|t| established_in(&t, port))
+        .sum()
+}
+
+/// [`established_to`] in one `/proc/net/tcp` table's text (e.g. read in another
+/// namespace).
+pub fn established_in(table: &str, port: u16) -> usize {
+    let local = format!(":{port:04X} ");
+    table
+        .lines()
+        .skip(1)
+        .filter(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() > 3 && format!("{} ", f[1]).ends_with(&local) && f[3] == "01"
+        })
+        .count()
+}
+
 /// Successful trials of the store's latest run, read while a run may still be writing
 /// (0 until the store and a run exist).
 pub fn ok_trials(lab: &Lab) -> u64 {
