@@ -1,11 +1,13 @@
 //! The why block end to end (issue 31): a command run against itself (A/A) with
 //! `[monitor]` explains nothing, and two configs that differ in context switches have
 //! that difference named first — in `perflab run`'s summary, `perflab compare` (text,
-//! `--json`, and `RUN --baseline`) and `perflab bench --json`.
+//! `--json`, and `RUN --baseline`), `perflab bench --json` and the HTML and Markdown
+//! reports.
 //!
 //! The machine these tests run on is shared and busy, so the planted difference is
 //! large (a pipe written one byte at a time: tens of thousands of switches a second
-//! against a few thousand) and the A/A test judges at α = 1 %: by construction a
+//! against a few thousand, though the machine's load moves it 3×) and the A/A test
+//! judges at α = 1 %: by construction a
 //! family-wise α lists something in about α of A/A runs.
 
 mod common;
@@ -13,8 +15,8 @@ use common::*;
 use serde_json::Value;
 
 /// An experiment of two configs of `param` running `command`, `reps` rounds,
-/// monitored every 50 ms.
-fn experiment(param: &str, levels: &str, reps: u32, command: &str) -> String {
+/// monitored every 50 ms (with these `probes`, or all).
+fn experiment(param: &str, levels: &str, reps: u32, probes: &str, command: &str) -> String {
     format!(
         r#"[experiment]
 name = "why"
@@ -25,6 +27,7 @@ noise_check = false
 {param} = {levels}
 [monitor]
 interval = "50ms"
+{probes}
 [workload]
 kind = "command"
 command = "{command}"
@@ -46,6 +49,7 @@ fn a_config_against_itself_explains_nothing() {
             "variant",
             r#"["a", "b"]"#,
             10,
+            "",
             "sh -c 'i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done'",
         ),
     );
@@ -100,7 +104,9 @@ fn a_planted_difference_in_context_switches_is_named_first() {
         &experiment(
             "switches",
             r#"["few", "many"]"#,
-            8,
+            10,
+            // Fewer quantities checked: the planted one need not beat a hundred.
+            r#"probes = ["cpu", "sched"]"#,
             &format!("sh -c 'if [ {{switches}} = many ]; then {many}; else {few}; fi'"),
         ),
     );
@@ -130,6 +136,30 @@ fn a_planted_difference_in_context_switches_is_named_first() {
     let text = stdout(&lab.run(&["compare", &a, &b, "--why-alpha", "0.01"]));
     let line = text.lines().find(|l| l.contains("telemetry")).unwrap_or("");
     assert!(line.contains("sched.ctxt_per_s"), "{text}");
+
+    // The report's why section names it too (at the default α = 5 %).
+    let (md, html) = (lab.path("r.md"), lab.path("r.html"));
+    let out = lab.run(&[
+        "report",
+        "--markdown",
+        md.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let html = std::fs::read_to_string(html).unwrap();
+    let why = html
+        .split("<h2 id=\"why\">Why</h2>")
+        .nth(1)
+        .expect("a why section");
+    let why = &why[..why.find("<h2").unwrap_or(why.len())];
+    assert!(why.contains("switches=many vs switches=few"), "{why}");
+    assert!(why.contains("<td>sched.ctxt_per_s"), "{why}");
+    let md = std::fs::read_to_string(md).unwrap();
+    assert!(
+        md.contains("## Why") && md.contains("| telemetry | sched.ctxt_per_s"),
+        "{md}"
+    );
 }
 
 #[test]
