@@ -175,3 +175,29 @@ fn bench_puts_a_why_block_under_each_comparison() {
     let out = lab.run(&["bench", "-r", "3", "true", "sleep 0.01"]);
     assert!(stdout(&out).contains("why: "), "{}", stdout(&out));
 }
+
+#[test]
+fn two_runs_on_one_host_have_a_noise_floor_and_no_host_facts_to_blame() {
+    let lab = Lab::new();
+    let text = experiment("variant", r#"["a"]"#, 3, "", "true")
+        .replace("noise_check = false", "noise_check = true");
+    let f = lab.write("one.toml", &text);
+    for _ in 0..2 {
+        let out = lab.run(&["run", f.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let runs = lab.json(&["runs", "--json"]);
+    let (b, a) = (runs[0]["id"].to_string(), runs[1]["id"].to_string());
+    let doc = lab.json(&["compare", &a, &b, "--json"]);
+    assert!(doc["noise_floor"].as_f64().is_some(), "{doc}");
+    assert!(doc["why_checked"].as_u64().unwrap() > 0, "{doc}");
+    let kinds: Vec<&Value> = doc["why"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| &w["kind"])
+        .collect();
+    assert!(!kinds.contains(&&Value::from("host")), "{}", doc["why"]);
+    let text = stdout(&lab.run(&["compare", &a, &b]));
+    assert!(text.contains("; noise floor ±"), "{text}");
+}
