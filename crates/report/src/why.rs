@@ -27,6 +27,12 @@ fn label(labels: &[ConfigData], ordinal: u32) -> String {
         .map_or_else(|| format!("config {ordinal}"), |c| c.label.clone())
 }
 
+/// A machine suite's configs are unlike items (mem, net, crypto, ...): nothing explains
+/// one by another (`perflab suite compare` compares machines).
+fn is_suite(export: &RunExport) -> bool {
+    perflab_analysis::suite::kind_of(export).is_some()
+}
+
 fn options(confidence: f64) -> WhyOptions {
     WhyOptions {
         confidence,
@@ -41,6 +47,9 @@ pub fn within_run(
     base: u32,
     confidence: f64,
 ) -> Vec<WhyRow> {
+    if is_suite(export) {
+        return Vec::new();
+    }
     let a = WhySide {
         export,
         config: base,
@@ -71,6 +80,9 @@ pub fn across_runs(
     run: (&RunExport, &[ConfigData]),
     confidence: f64,
 ) -> Vec<WhyRow> {
+    if is_suite(run.0) {
+        return Vec::new();
+    }
     let (oc, rc) = (&other.0.configs, &run.0.configs);
     rc.iter()
         .filter_map(|c| {

@@ -43,12 +43,15 @@ pub fn print_against_baseline(
 ) -> anyhow::Result<BaselineComparison> {
     let cmp = against_baseline(store, run, baseline, metrics, opts).map_err(cli_error)?;
     let mut exports = why::Exports::default();
-    let base = exports
-        .get(store, run)?
-        .configs
-        .iter()
-        .find(|c| c.params == cmp.baseline)
-        .map(|c| c.ordinal);
+    let mut base = None;
+    if cmp.candidates.iter().any(|c| !c.report.rows.is_empty()) {
+        base = exports
+            .get(store, run)?
+            .configs
+            .iter()
+            .find(|c| c.params == cmp.baseline)
+            .map(|c| c.ordinal);
+    }
     let why_opts = WhyOptions {
         confidence: opts.confidence,
         exclude: metrics.to_vec(),
