@@ -3,7 +3,8 @@
 //! holds), so `perflab compare`, `perflab run`, `perflab bench` and the report gather
 //! the same evidence from the same trials.
 //!
-//! * functions: [`crate::diffprof::function_evidence`] (CPU time per operation);
+//! * functions: [`crate::diffprof::function_evidence`] (CPU time per operation; a
+//!   function one side's profiles never sampled is 0 there, [`absent_is_zero`]);
 //! * counters: the metrics `counter.*` (per request where the trial counted requests)
 //!   and the service's `service_*_per_req`;
 //! * telemetry: the `[monitor]` metrics (`cpu.*`, `sched.*`, `memory.*`, `disk.*`,
@@ -20,6 +21,7 @@
 use std::collections::BTreeSet;
 
 use perflab_stats::MIN_PAIRED_ROUNDS;
+use perflab_store::vocab::ARTIFACT_STACKS;
 use perflab_store::{ExportedTrial, RunExport};
 
 use super::{judge, Reason, SideValue, Tested, WhyBlock, WhyOptions};
@@ -59,9 +61,10 @@ impl WhySide<'_> {
 pub fn explain(a: WhySide<'_>, b: WhySide<'_>, opts: &WhyOptions) -> WhyBlock {
     let same_run = a.export.run.uuid == b.export.run.uuid;
     let (ta, tb) = (a.ok_trials(), b.ok_trials());
+    let profiled = (profiled(&ta), profiled(&tb));
     let mut tested: Vec<Tested> = diffprof::function_evidence(&ta, &tb)
         .into_iter()
-        .map(Tested::unpaired)
+        .map(|e| Tested::unpaired(absent_is_zero(e, profiled)))
         .collect();
     tested.extend(metric_evidence(&a.metrics(), &b.metrics(), same_run));
     let mut found = doctor_reasons(a, b, &ta, &tb);
@@ -71,6 +74,27 @@ pub fn explain(a: WhySide<'_>, b: WhySide<'_>, opts: &WhyOptions) -> WhyBlock {
     let mut block = judge(tested, found, opts);
     block.noise_floor = (!same_run).then(|| run_floor(a.export, b.export)).flatten();
     block
+}
+
+/// How many of these trials were profiled (they stored folded stacks).
+fn profiled(trials: &[ExportedTrial]) -> usize {
+    trials
+        .iter()
+        .filter(|t| t.artifacts.iter().any(|a| a.name == ARTIFACT_STACKS))
+        .count()
+}
+
+/// A function no profile of one side sampled spent no measurable time there: its
+/// empty side becomes one 0 per profiled trial of that side, so a function that only
+/// the candidate runs is judged, not dropped. A side with no profiled trial stays
+/// empty (nothing was measured there, and the quantity is not checked).
+pub(crate) fn absent_is_zero(mut e: Evidence, profiled: (usize, usize)) -> Evidence {
+    if e.baseline.is_empty() && !e.candidate.is_empty() {
+        e.baseline = vec![0.0; profiled.0];
+    } else if e.candidate.is_empty() && !e.baseline.is_empty() {
+        e.candidate = vec![0.0; profiled.1];
+    }
+    e
 }
 
 /// The noise floor of two runs: the larger CPU-loop CV each measured before it

@@ -169,3 +169,24 @@ fn metric_names_sort_into_kinds() {
     assert_eq!(kind_of("wall_s"), None);
     assert_eq!(kind_of("fn:schedule"), None, "a share is not evidence");
 }
+
+#[test]
+fn a_function_only_the_candidate_runs_is_judged_against_zeros() {
+    let e = Evidence {
+        kind: WhyKind::Function,
+        name: "planted".into(),
+        unit: "ms/op".into(),
+        baseline: Vec::new(),
+        candidate: vec![1.0, 1.1, 0.9, 1.05, 0.95],
+    };
+    let filled = sources::absent_is_zero(e.clone(), (5, 5));
+    assert_eq!(filled.baseline, vec![0.0; 5]);
+    let block = judge(vec![Tested::unpaired(filled)], vec![], &strict());
+    assert_eq!(block.reasons[0].name, "planted");
+    // No profiled trial on the baseline: nothing measured there, nothing checked.
+    let none = sources::absent_is_zero(e, (0, 5));
+    assert_eq!(
+        judge(vec![Tested::unpaired(none)], vec![], &strict()).checked,
+        0
+    );
+}
