@@ -11,7 +11,8 @@
 //! default: the family-wise error rate, so that a config compared with itself lists
 //! something in at most α of the comparisons; [`Adjust::BenjaminiHochberg`] for the
 //! false discovery rate when many reasons are expected). A quantity is a reason when
-//! its adjusted p is below α.
+//! its adjusted p is below α — and, between two runs, when its relative change is
+//! beyond its noise floor too ([`judge_across`]), the rule the verdicts follow there.
 //!
 //! Doctor findings and host facts are facts, not samples: they carry no p-value and
 //! are not counted in `checked`. A doctor finding is one-sided only when it was seen
@@ -32,6 +33,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::evidence::{Evidence, WhyKind};
+use crate::floor::RunNoise;
 use crate::format;
 
 pub use sources::{explain, WhySide};
@@ -151,6 +153,22 @@ pub struct WhyBlock {
 /// facts and orders the list. Quantities named in `opts.exclude`, or with fewer than
 /// two values on a side, are left out (and not counted).
 pub fn judge(tested: Vec<Tested>, facts: Vec<Reason>, opts: &WhyOptions) -> WhyBlock {
+    judge_across(tested, facts, opts, None)
+}
+
+/// [`judge`] for two runs whose noise is `noise`: a quantity also needs its relative
+/// change beyond its noise floor — the rule `perflab compare` applies to the verdicts
+/// across runs ([`crate::floor`]: the larger of each side's CV and each run's CPU-loop
+/// noise) — since two runs differ in the machine's mood as well as in what is compared.
+pub fn judge_across(
+    tested: Vec<Tested>,
+    facts: Vec<Reason>,
+    opts: &WhyOptions,
+    noise: Option<RunNoise>,
+) -> WhyBlock {
+    let beyond = |e: &Evidence, d: &Difference| {
+        noise.is_none_or(|n| !n.floor(&e.baseline, &e.candidate).holds(1.0 + d.rel))
+    };
     let judged: Vec<(Evidence, Difference)> = tested
         .into_iter()
         .filter(|t| !opts.exclude.contains(&t.evidence.name))
@@ -165,7 +183,7 @@ pub fn judge(tested: Vec<Tested>, facts: Vec<Reason>, opts: &WhyOptions) -> WhyB
     let mut reasons: Vec<Reason> = judged
         .into_iter()
         .zip(adjusted)
-        .filter(|(_, q)| *q < opts.alpha)
+        .filter(|((e, d), q)| *q < opts.alpha && beyond(e, d))
         .map(|((e, d), q)| Reason {
             kind: e.kind,
             name: e.name,

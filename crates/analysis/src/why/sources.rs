@@ -24,7 +24,7 @@ use perflab_stats::MIN_PAIRED_ROUNDS;
 use perflab_store::vocab::ARTIFACT_STACKS;
 use perflab_store::{ExportedTrial, RunExport};
 
-use super::{judge, Reason, SideValue, Tested, WhyBlock, WhyOptions};
+use super::{judge_across, Reason, SideValue, Tested, WhyBlock, WhyOptions};
 use crate::evidence::{Evidence, WhyKind};
 use crate::samples::{self, paired_by_round, MetricSamples};
 use crate::{diffprof, doctor, facts, floor};
@@ -71,8 +71,10 @@ pub fn explain(a: WhySide<'_>, b: WhySide<'_>, opts: &WhyOptions) -> WhyBlock {
     if !same_run {
         found.extend(host_reasons(a.export, b.export));
     }
-    let mut block = judge(tested, found, opts);
-    block.noise_floor = (!same_run).then(|| run_floor(a.export, b.export)).flatten();
+    let noise = (!same_run)
+        .then(|| floor::RunNoise::of(&a.export.run.environment, &b.export.run.environment));
+    let mut block = judge_across(tested, found, opts, noise);
+    block.noise_floor = noise.and_then(run_floor);
     block
 }
 
@@ -99,8 +101,7 @@ pub(crate) fn absent_is_zero(mut e: Evidence, profiled: (usize, usize)) -> Evide
 
 /// The noise floor of two runs: the larger CPU-loop CV each measured before it
 /// started ([`floor::RunNoise`]); None when neither did.
-fn run_floor(a: &RunExport, b: &RunExport) -> Option<f64> {
-    let n = floor::RunNoise::of(&a.run.environment, &b.run.environment);
+fn run_floor(n: floor::RunNoise) -> Option<f64> {
     match (n.a, n.b) {
         (None, None) => None,
         (x, y) => Some(x.unwrap_or(0.0).max(y.unwrap_or(0.0))),

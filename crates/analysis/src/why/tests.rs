@@ -190,3 +190,36 @@ fn a_function_only_the_candidate_runs_is_judged_against_zeros() {
         0
     );
 }
+
+#[test]
+fn across_runs_a_change_within_the_noise_floor_is_no_reason() {
+    // +1 % with 0.1 % noise: significant, but inside a 2 % CPU-loop floor.
+    let b = vec![100.0, 100.1, 99.9, 100.05, 99.95];
+    let c = vec![101.0, 101.1, 100.9, 101.05, 100.95];
+    let t = || {
+        vec![ev(
+            WhyKind::Telemetry,
+            "memory.available_kb",
+            b.clone(),
+            c.clone(),
+        )]
+    };
+    let noise = RunNoise {
+        a: Some(0.02),
+        b: None,
+    };
+    assert_eq!(judge(t(), vec![], &strict()).reasons.len(), 1);
+    let across = judge_across(t(), vec![], &strict(), Some(noise));
+    assert!(across.reasons.is_empty());
+    assert_eq!(across.checked, 1);
+    let quiet = RunNoise {
+        a: Some(0.001),
+        b: Some(0.001),
+    };
+    assert_eq!(
+        judge_across(t(), vec![], &strict(), Some(quiet))
+            .reasons
+            .len(),
+        1
+    );
+}
