@@ -150,8 +150,10 @@ pub struct WhyBlock {
 }
 
 /// Judges every tested quantity, keeps those whose adjusted p is below α, adds the
-/// facts and orders the list. Quantities named in `opts.exclude`, or with fewer than
-/// two values on a side, are left out (and not counted).
+/// facts and orders the list. Quantities named in `opts.exclude`, with fewer than two
+/// values on a side, or with one and the same value in every trial of both sides (no
+/// retransmits, no swap: nothing that could differ) are left out, and not counted:
+/// each would only raise every other quantity's adjusted p.
 pub fn judge(tested: Vec<Tested>, facts: Vec<Reason>, opts: &WhyOptions) -> WhyBlock {
     judge_across(tested, facts, opts, None)
 }
@@ -171,7 +173,7 @@ pub fn judge_across(
     };
     let judged: Vec<(Evidence, Difference)> = tested
         .into_iter()
-        .filter(|t| !opts.exclude.contains(&t.evidence.name))
+        .filter(|t| !opts.exclude.contains(&t.evidence.name) && !constant(&t.evidence))
         .filter_map(|t| {
             let d = difference(&t, opts.confidence)?;
             Some((t.evidence, d))
@@ -206,6 +208,15 @@ pub fn judge_across(
         noise_floor: None,
         alpha: opts.alpha,
         adjust: opts.adjust,
+    }
+}
+
+/// Whether every value on both sides is the same.
+fn constant(e: &Evidence) -> bool {
+    let mut all = e.baseline.iter().chain(&e.candidate);
+    match all.next() {
+        Some(first) => all.all(|v| v == first),
+        None => true,
     }
 }
 

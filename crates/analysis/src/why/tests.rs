@@ -223,3 +223,28 @@ fn across_runs_a_change_within_the_noise_floor_is_no_reason() {
         1
     );
 }
+
+#[test]
+fn what_never_varies_is_not_counted() {
+    let zeros = ev(
+        WhyKind::Telemetry,
+        "net.retrans_segs",
+        vec![0.0; 5],
+        vec![0.0; 5],
+    );
+    let ones = ev(
+        WhyKind::Telemetry,
+        "sockets.listen",
+        vec![1.0; 5],
+        vec![1.0; 5],
+    );
+    let moved = ev(
+        WhyKind::Telemetry,
+        "sockets.listen2",
+        vec![1.0; 5],
+        vec![2.0; 5],
+    );
+    let block = judge(vec![zeros, ones, moved], vec![], &strict());
+    assert_eq!(block.checked, 1, "only the one that could differ");
+    assert_eq!(block.reasons.len(), 1);
+}
