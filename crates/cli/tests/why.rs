@@ -11,8 +11,18 @@
 //! family-wise α lists something in about α of A/A runs.
 
 mod common;
+use std::sync::Mutex;
+
 use common::*;
 use serde_json::Value;
+
+/// The tests here judge system-wide telemetry: one at a time, so that one test's
+/// planted context switches are not another's noise.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// An experiment of two configs of `param` running `command`, `reps` rounds,
 /// monitored every 50 ms (with these `probes`, or all).
@@ -42,6 +52,7 @@ fn run_id(lab: &Lab) -> String {
 
 #[test]
 fn a_config_against_itself_explains_nothing() {
+    let _serial = one_at_a_time();
     let lab = Lab::new();
     let f = lab.write(
         "aa.toml",
@@ -96,9 +107,10 @@ fn a_config_against_itself_explains_nothing() {
 
 #[test]
 fn a_planted_difference_in_context_switches_is_named_first() {
+    let _serial = one_at_a_time();
     let lab = Lab::new();
-    let many = "dd if=/dev/zero bs=1 count=150000 status=none | cat >/dev/null";
-    let few = "dd if=/dev/zero bs=150000 count=1 status=none | cat >/dev/null; sleep 0.2";
+    let many = "dd if=/dev/zero bs=1 count=250000 status=none | cat >/dev/null";
+    let few = "dd if=/dev/zero bs=250000 count=1 status=none | cat >/dev/null; sleep 0.3";
     let f = lab.write(
         "planted.toml",
         &experiment(
@@ -164,6 +176,7 @@ fn a_planted_difference_in_context_switches_is_named_first() {
 
 #[test]
 fn bench_puts_a_why_block_under_each_comparison() {
+    let _serial = one_at_a_time();
     let lab = Lab::new();
     let doc = lab.json(&["bench", "-r", "3", "--json", "true", "sleep 0.01"]);
     let why = &doc["why"][0];
@@ -178,6 +191,7 @@ fn bench_puts_a_why_block_under_each_comparison() {
 
 #[test]
 fn two_runs_on_one_host_have_a_noise_floor_and_no_host_facts_to_blame() {
+    let _serial = one_at_a_time();
     let lab = Lab::new();
     let text = experiment("variant", r#"["a"]"#, 3, "", "true")
         .replace("noise_check = false", "noise_check = true");
