@@ -16,6 +16,8 @@
 //!   [`facts`]: the host facts and parameters that differ between the two sides;
 //!   [`across`]: both applied to `perflab compare A B` of two runs or hosts;
 //! * [`doctor`]: the doctor's findings per trial; [`profile`]: a profile's top functions;
+//! * [`why`]: the differences that explain a verdict (functions, counters, telemetry,
+//!   doctor findings, host facts), judged with multiple-comparison control;
 //! * [`format`]: the one way numbers are written (mean ± CI, ratio [lo, hi], p).
 //!
 //! It depends on the store and the statistics only, and does no I/O beyond reading

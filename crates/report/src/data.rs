@@ -1,6 +1,7 @@
 //! Everything a report shows, gathered once: the run with every trial (failed and
 //! interrupted ones too), and what `perflab-analysis` says about it — per-config samples
-//! and summaries of each metric, the comparison rows, the doctor findings per trial.
+//! and summaries of each metric, the comparison rows and their why blocks, the doctor
+//! findings per trial.
 //! Output formats only lay this out.
 
 use perflab_analysis::doctor::{self, TrialFindings};
@@ -10,6 +11,7 @@ use perflab_analysis::{format, CompareOptions, Summary};
 use perflab_store::{params_label, ExportedTrial, RunExport, RunId, Store};
 
 use crate::compare::{self, CompareRow};
+use crate::why::{self as why_rows, WhyRow};
 use crate::{Options, ReportError, Result};
 
 /// One metric of one config: the values of its ok trials and their summary.
@@ -56,6 +58,8 @@ pub struct ReportData {
     /// What the comparison is against, in words (`config level=1`, `run 3`).
     pub compare_title: Option<String>,
     pub comparisons: Vec<CompareRow>,
+    /// The why block of each comparison (`crate::why`).
+    pub whys: Vec<WhyRow>,
     /// The doctor findings of each trial that has a `doctor.json`, in execution order.
     pub doctor: Vec<TrialFindings>,
     /// One row per http threshold over the trials that stored verdicts.
@@ -72,7 +76,8 @@ impl ReportData {
             confidence: opts.confidence,
             ..CompareOptions::default()
         };
-        let (compare_title, comparisons) = match (opts.compare_run, &opts.baseline) {
+        let level = opts.confidence;
+        let (compare_title, comparisons, whys) = match (opts.compare_run, &opts.baseline) {
             (Some(other), _) => {
                 let o = store.export_run(other)?;
                 let os = samples::from_export(&o);
@@ -80,14 +85,16 @@ impl ReportData {
                 (
                     Some(format!("run {} ({}) as baseline", other, o.run.name)),
                     compare::across_runs((&os, &ol), (&samples, &configs), &cmp),
+                    why_rows::across_runs((&o, &ol), (&export, &configs), level),
                 )
             }
             (None, baseline) => match pick_baseline(&samples, baseline.as_deref(), id)? {
                 Some(b) => (
                     Some(format!("config {} as baseline", configs[b].label)),
                     compare::within_run(&samples, &configs, b, &cmp),
+                    why_rows::within_run(&export, &configs, samples[b].ordinal, level),
                 ),
-                None => (None, Vec::new()),
+                None => (None, Vec::new(), Vec::new()),
             },
         };
         let doctor = doctor::per_trial(&export);
@@ -100,6 +107,7 @@ impl ReportData {
             confidence: opts.confidence,
             compare_title,
             comparisons,
+            whys,
             doctor,
             thresholds,
         })

@@ -22,6 +22,7 @@ pub mod format;
 pub mod html;
 pub mod markdown;
 pub mod thresholds;
+pub mod why;
 
 use perflab_store::{RunId, Store, StoreError};
 use perflab_units::Phrase;

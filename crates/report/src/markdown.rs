@@ -16,6 +16,7 @@ pub fn render(d: &ReportData) -> String {
     header(&mut out, d);
     results(&mut out, d);
     comparison(&mut out, d);
+    crate::why::markdown(&mut out, d);
     interaction(&mut out, d);
     agents(&mut out, d);
     doctor(&mut out, d);

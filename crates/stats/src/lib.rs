@@ -13,6 +13,9 @@
 //! * [`SequentialDesign`]: when a paired comparison is decided, looked at after every
 //!   round with O'Brien–Fleming-type alpha spending (`repetitions = "auto"`,
 //!   `stop = "decided"`).
+//! * [`mean_difference`] / [`paired_difference`]: a difference of means with its CI
+//!   (the why block's judge); [`holm`] and [`benjamini_hochberg`]: adjusted p-values
+//!   over a family of tests.
 //! * [`ratio_of_ratios`]: the interaction contrast of a two-by-two design.
 //! * [`t_quantile`] and friends: Student's t to full double precision.
 //!
@@ -24,12 +27,14 @@ mod better;
 mod bootstrap;
 mod compare;
 mod descriptive;
+mod difference;
 mod error;
 mod geomean;
 mod interaction;
 mod kind;
 mod mde;
 mod metric;
+mod multiple;
 mod mwu;
 mod order_ci;
 mod outliers;
@@ -50,12 +55,14 @@ pub use compare::{
     compare, compare_rounds, Basis, CompareOptions, Comparison, Verdict, DEFAULT_EQUIVALENCE,
     MIN_PAIRED_ROUNDS,
 };
+pub use difference::{mean_difference, paired_difference, Difference};
 pub use error::StatsError;
 pub use geomean::{geometric_mean_ratio, GeoMean};
 pub use interaction::{ratio_of_ratios, Interaction};
 pub use kind::MetricKind;
 pub use mde::{detectable_log_effect, mde_pct, rounds_needed, Design, DEFAULT_POWER, MAX_ROUNDS};
 pub use metric::{compare_metric, compare_metric_rounds, MetricSide, Outcome};
+pub use multiple::{benjamini_hochberg, holm};
 pub use mwu::{mann_whitney_u, MwuMethod, MwuResult};
 pub use order_ci::{binom_half_cdf, median_ci_sorted, order_stat_coverage, MedianCi};
 pub use outliers::{mad_outliers, MAD_SCALE, MAD_THRESHOLD, MEAN_AD_SCALE};

@@ -25,8 +25,10 @@ use perflab_store::Store;
 use serde_json::json;
 
 use crate::compare::table;
+use crate::compare::why::{self, Exports};
 use crate::exit::{self, InvalidInput};
 use crate::Global;
+use perflab_analysis::why::{WhyBlock, WhyOptions};
 
 /// Compare two configurations: ratio of means with a CI, Welch and Mann–Whitney
 /// p-values, and a verdict per metric; or a ratio of ratios across two settings.
@@ -42,6 +44,10 @@ use crate::Global;
 /// side's CV and each run's CPU-loop noise): a ratio within it is "within noise" and
 /// no regression; the host facts that differ are listed, and a parameter that differs
 /// without being named in the sides is warned about.
+/// Under every comparison, the why block: the counters, telemetry, profiled functions,
+/// doctor findings and host facts that differ, each with its CI, Holm-adjusted over
+/// everything checked (--why-alpha, --why-adjust); "no difference above the noise
+/// among N metrics checked" when nothing passes.
 ///
 /// Examples:
 ///   perflab compare 3 4                          # run 3 is the baseline
@@ -93,6 +99,15 @@ pub struct CompareArgs {
     /// With --interaction and one RUN: the two settings are the two levels of PARAM2.
     #[arg(long, value_name = "PARAM2", requires = "interaction")]
     by: Option<String>,
+
+    /// The why block lists a difference when its p-value, adjusted over everything
+    /// checked, is below this.
+    #[arg(long, value_name = "ALPHA", default_value_t = 0.05, value_parser = parse_alpha)]
+    why_alpha: f64,
+
+    /// How the why block adjusts its p-values over everything checked.
+    #[arg(long, value_enum, default_value = "holm")]
+    why_adjust: why::AdjustArg,
 }
 
 fn parse_alpha(s: &str) -> Result<f64, String> {
@@ -184,6 +199,12 @@ fn two_sides(
     for w in across.iter().flat_map(Across::warnings) {
         eprintln!("warning: {w}");
     }
+    let block = Exports::default().block(
+        store,
+        (x.run, xc.ordinal),
+        (y.run, yc.ordinal),
+        &why_options(a),
+    )?;
     if a.json {
         let mut comparisons = report.comparisons_json();
         let mut doc = json!({
@@ -199,9 +220,10 @@ fn two_sides(
             }
         }
         doc["comparisons"] = json!(comparisons);
+        block.add_to(&mut doc);
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
-        print_pair(&base, &cand, &report, across.as_ref());
+        print_pair(&base, &cand, &report, across.as_ref(), &block, opts);
     }
     Ok((cand.label(), report, across))
 }
@@ -247,6 +269,14 @@ fn against_one(
             (c.label(), r)
         })
         .collect();
+    let mut exports = Exports::default();
+    let blocks = cand_cfgs
+        .iter()
+        .map(|c| {
+            let (a_, b_) = ((spec.run, base_cfg.ordinal), (spec.run, c.ordinal));
+            exports.block(store, a_, b_, &why_options(a))
+        })
+        .collect::<anyhow::Result<Vec<WhyBlock>>>()?;
     if a.json {
         let all = BaselineComparison {
             baseline: base.params.clone(),
@@ -261,24 +291,66 @@ fn against_one(
                 .collect(),
         };
         let (comparisons, geomean, skipped) = all.json_arrays();
-        let doc = json!({
+        let mut doc = json!({
             "schema_version": 1, "confidence": opts.confidence, "alpha": opts.alpha,
             "baseline": base.json(), "comparisons": comparisons, "geomean": geomean,
             "skipped": skipped,
         });
+        add_whys(&mut doc, &all, &blocks);
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
-        for (i, (cand, (_, r))) in cands.iter().zip(&reports).enumerate() {
+        for (i, ((cand, (_, r)), block)) in cands.iter().zip(&reports).zip(&blocks).enumerate() {
             if i > 0 {
                 println!();
             }
-            print_pair(&base, cand, r, None);
+            print_pair(&base, cand, r, None, block, opts);
         }
     }
     Ok(reports)
 }
 
-fn print_pair(base: &Side, cand: &Side, r: &PairReport, across: Option<&Across>) {
+/// The why block's options from the flags: the metrics the verdict is about
+/// (`--metric`) are no reason for themselves.
+fn why_options(a: &CompareArgs) -> WhyOptions {
+    WhyOptions {
+        alpha: a.why_alpha,
+        confidence: a.confidence,
+        adjust: a.why_adjust.into(),
+        exclude: a.metrics.clone(),
+    }
+}
+
+/// `RUN --baseline ... --json`: `why` lists every candidate's reasons, each tagged
+/// with its `candidate_params`; `why_checked` is one `{candidate_params, checked}` per
+/// candidate; `noise_floor` is null (one run has none).
+fn add_whys(doc: &mut serde_json::Value, all: &BaselineComparison, blocks: &[WhyBlock]) {
+    let mut entries = Vec::new();
+    let mut checked = Vec::new();
+    for (c, b) in all.candidates.iter().zip(blocks) {
+        for r in &b.reasons {
+            let mut e = r.json();
+            e["candidate_params"] = json!(c.params);
+            entries.push(e);
+        }
+        checked.push(json!({"candidate_params": c.params, "checked": b.checked}));
+    }
+    doc["why"] = json!(entries);
+    doc["why_checked"] = json!(checked);
+    doc["noise_floor"] = serde_json::Value::Null;
+    if let Some(b) = blocks.first() {
+        doc["why_alpha"] = json!(b.alpha);
+        doc["why_adjust"] = json!(b.adjust);
+    }
+}
+
+fn print_pair(
+    base: &Side,
+    cand: &Side,
+    r: &PairReport,
+    across: Option<&Across>,
+    block: &WhyBlock,
+    opts: &CompareOptions,
+) {
     println!("baseline:  {}", base.label());
     println!("candidate: {}", cand.label());
     match across {
@@ -294,6 +366,7 @@ fn print_pair(base: &Side, cand: &Side, r: &PairReport, across: Option<&Across>)
     if let Some(x) = across {
         print_across(x);
     }
+    why::print(block, opts.confidence);
 }
 
 /// Under the table of a comparison across runs or hosts: the noise floor and the host

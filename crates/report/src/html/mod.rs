@@ -1,7 +1,8 @@
 //! The self-contained HTML report: one file with inline CSS and SVG, no network, no
 //! external fonts or scripts, light and dark (`prefers-color-scheme`), print-friendly.
 //! Sections appear only when the run has their data: per-metric charts, the
-//! comparison, SciMark MFLOPS, latency percentiles, telemetry series, the profile.
+//! comparison and its why block (`why`), SciMark MFLOPS, latency percentiles,
+//! telemetry series, the profile.
 
 use std::fmt::Write;
 
@@ -17,6 +18,7 @@ use perflab_analysis::format::{arrow, cv, mean_ci, num, ratio_ci, sig, value};
 mod profile;
 mod suite;
 mod telemetry;
+mod why;
 
 const CSS: &str = r#"
 :root{--bg:#fff;--fg:#1f2328;--muted:#656d76;--grid:#d8dee4;--line:#8c959f;--card:#f6f8fa;
@@ -74,6 +76,7 @@ pub fn render(d: &ReportData) -> String {
     if !suite::is_suite(d) {
         charts(&mut o, d);
         comparison(&mut o, d);
+        why::section(&mut o, d);
         interaction(&mut o, d);
         scimark(&mut o, d);
     }

@@ -41,6 +41,8 @@ pub struct Outcome {
     pub comparisons: Vec<(usize, Vec<Versus>)>,
     /// Exit codes are known to be 0 only when failures were not ignored.
     pub ignore_failure: bool,
+    /// (index of the candidate, the why block of its comparison with the baseline).
+    pub whys: Vec<(usize, perflab_analysis::why::WhyBlock)>,
 }
 
 /// The samples of every config of the run, matched to the benches by config ordinal.
@@ -109,7 +111,21 @@ pub fn json_doc(o: &Outcome) -> Value {
         "confidence": o.confidence,
         "results": results,
         "comparison": comparison,
+        "why": why_json(o),
     })
+}
+
+/// `why`: per candidate, its why block (`candidate`, `candidate_command`, and the
+/// `why`, `why_checked`, `noise_floor` keys of `perflab compare --json`).
+fn why_json(o: &Outcome) -> Vec<Value> {
+    o.whys
+        .iter()
+        .map(|(i, block)| {
+            let mut v = json!({"candidate": i, "candidate_command": o.results[*i].bench.name});
+            block.add_to(&mut v);
+            v
+        })
+        .collect()
 }
 
 fn result_json(r: &BenchResult, o: &Outcome) -> Value {

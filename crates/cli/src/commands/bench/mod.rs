@@ -321,6 +321,7 @@ pub fn run(g: &Global, a: &BenchArgs) -> anyhow::Result<ExitCode> {
     if let Some((_, decided)) = runner::decisions(&store, outcome.run_id, &exp)? {
         settle(&mut comparisons, &decided);
     }
+    let whys = whys(&store, outcome.run_id, &comparisons, a.confidence)?;
     let o = export::Outcome {
         run: outcome.run_id,
         confidence: a.confidence,
@@ -328,6 +329,7 @@ pub fn run(g: &Global, a: &BenchArgs) -> anyhow::Result<ExitCode> {
         baseline: 0,
         comparisons,
         ignore_failure: a.ignore_failure,
+        whys,
     };
     write_exports(a, &o)?;
     if a.json {
@@ -343,6 +345,26 @@ pub fn run(g: &Global, a: &BenchArgs) -> anyhow::Result<ExitCode> {
         output::print(&o);
     }
     Ok(ExitCode::from(exit::for_outcome(&outcome, "runs", "run")))
+}
+
+/// The why block of each compared command against the baseline (config 0); the
+/// metrics the verdict reads are no reason for themselves.
+fn whys(
+    store: &Store,
+    run: perflab_store::RunId,
+    comparisons: &[(usize, Vec<stats::Versus>)],
+    confidence: f64,
+) -> anyhow::Result<Vec<(usize, perflab_analysis::why::WhyBlock)>> {
+    let opts = perflab_analysis::why::WhyOptions {
+        confidence,
+        exclude: METRICS.map(String::from).to_vec(),
+        ..Default::default()
+    };
+    let mut exports = crate::compare::why::Exports::default();
+    comparisons
+        .iter()
+        .map(|(i, _)| Ok((*i, exports.block(store, (run, 0), (run, *i as u32), &opts)?)))
+        .collect()
 }
 
 /// `--until-decided`: a comparison the sequential design did not decide is not

@@ -1,6 +1,7 @@
 //! What `perflab bench` prints: a block per command in hyperfine's layout (with
 //! confidence intervals where hyperfine shows a standard deviation), then each command
-//! against the baseline; and `--show-output`, which prints what each command wrote.
+//! against the baseline, each with its why block (the differences that explain it,
+//! `crate::compare::why`); and `--show-output`, which prints what each command wrote.
 
 use std::cell::Cell;
 use std::io::Write;
@@ -67,6 +68,9 @@ pub fn print(o: &Outcome) {
             }
             Some(v) => println!("  {}: {name}  {}", i + 1, v.verdict),
             None => println!("  {}: {name}  not compared (no successful run)", i + 1),
+        }
+        if let Some((_, block)) = o.whys.iter().find(|(j, _)| j == i) {
+            crate::compare::why::print(block, o.confidence);
         }
     }
 }
