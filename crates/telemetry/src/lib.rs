@@ -118,6 +118,7 @@ pub mod memory;
 pub mod monitor;
 pub mod net;
 pub mod nfs;
+pub mod perfcount;
 pub mod probe;
 pub mod process;
 pub mod sample;
