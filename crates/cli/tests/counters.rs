@@ -1,0 +1,337 @@
+//! `counters = [...]` and `perflab bench --counters`: events counted with
+//! perf_event_open over a trial's whole process tree, checked against `perf stat` on
+//! the same program, and the errors of a bad counter name.
+//!
+//! The fixed program is a small C file compiled here: it touches a fixed number of
+//! pages (huge pages off, so each touch is one fault) and spins a fixed loop, so its
+//! page faults and CPU time are the same run after run.
+
+mod common;
+use common::*;
+
+use std::path::PathBuf;
+
+use perflab_telemetry::perfcount::{has_hardware_pmu, NO_PMU};
+
+/// Counting tests measure CPU time: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+const PROGRAM: &str = r#"
+#include <stdlib.h>
+#include <sys/mman.h>
+int main(int argc, char **argv) {
+    long pages = argc > 1 ? atol(argv[1]) : 20000;
+    long spin = argc > 2 ? atol(argv[2]) : 60000000;
+    char *p = mmap(0, pages * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return 1;
+    madvise(p, pages * 4096, MADV_NOHUGEPAGE);
+    for (long i = 0; i < pages; i++) p[i * 4096] = 1;
+    volatile unsigned long x = 0;
+    for (long i = 0; i < spin; i++) x += i;
+    return 0;
+}
+"#;
+
+/// The fixed program, compiled into the lab (None: no C compiler, said by `require`).
+fn program(lab: &Lab) -> Option<PathBuf> {
+    let cc = require::program("cc")?;
+    let src = lab.write("faults.c", PROGRAM);
+    let exe = lab.path("faults");
+    let st = std::process::Command::new(cc)
+        .args(["-O1", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .expect("run cc");
+    assert!(st.success(), "cc failed");
+    Some(exe)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    assert!(!v.is_empty());
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// `perf stat -x, -e EVENTS -- EXE` `runs` times: each event's values (task-clock in
+/// ms, as perf prints it).
+fn perf_stat(perf: &PathBuf, exe: &PathBuf, events: &[&str], runs: usize) -> Vec<Vec<f64>> {
+    let mut out = vec![Vec::new(); events.len()];
+    for _ in 0..runs {
+        let o = std::process::Command::new(perf)
+            .args(["stat", "-x,", "-e", &events.join(","), "--"])
+            .arg(exe)
+            .output()
+            .expect("run perf stat");
+        assert!(o.status.success(), "perf stat: {}", stderr(&o));
+        let text = String::from_utf8_lossy(&o.stderr);
+        for (i, e) in events.iter().enumerate() {
+            let line = text
+                .lines()
+                .find(|l| l.split(',').nth(2).is_some_and(|f| f.starts_with(e)))
+                .unwrap_or_else(|| panic!("no {e} in perf stat's output:\n{text}"));
+            let v: f64 = line.split(',').next().unwrap().parse().unwrap_or_else(|_| {
+                panic!("perf stat did not count {e}: {line}");
+            });
+            out[i].push(v);
+        }
+    }
+    out
+}
+
+/// Per-trial values of `metric` in the lab's latest run.
+fn trial_values(lab: &Lab, metric: &str) -> Vec<f64> {
+    let store = lab.open_store();
+    let run = store.latest_run().unwrap().id;
+    store
+        .metrics(run)
+        .unwrap()
+        .into_iter()
+        .filter(|m| m.name == metric)
+        .map(|m| m.value)
+        .collect()
+}
+
+/// The `counters.json` of the latest run's first trial.
+fn counters_json(lab: &Lab) -> serde_json::Value {
+    let store = lab.open_store();
+    let run = store.latest_run().unwrap().id;
+    let trial = store.trials(run).unwrap()[0].id;
+    let (_, _, content) = store
+        .trial_artifacts(trial)
+        .unwrap()
+        .into_iter()
+        .find(|(name, _, _)| name == "counters.json")
+        .expect("a counters.json artifact");
+    serde_json::from_slice(&content).unwrap()
+}
+
+fn within(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * b.abs()
+}
+
+#[test]
+fn page_faults_and_task_clock_agree_with_perf_stat() {
+    let _one = serial();
+    let lab = Lab::new();
+    let Some(exe) = program(&lab) else { return };
+    let Some(perf) = require::program("perf") else {
+        return;
+    };
+    let theirs = perf_stat(&perf, &exe, &["page-faults", "task-clock"], 5);
+    let out = lab.run(&[
+        "bench",
+        "--counters",
+        "page-faults,task-clock",
+        "-r",
+        "5",
+        exe.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let faults = median(trial_values(&lab, "counter.page-faults"));
+    let clock = median(trial_values(&lab, "counter.task-clock"));
+    let (their_faults, their_clock) = (median(theirs[0].clone()), median(theirs[1].clone()));
+    assert!(
+        within(faults, their_faults, 0.02),
+        "page-faults: perflab {faults}, perf stat {their_faults} (runs {:?})",
+        theirs[0]
+    );
+    assert!(
+        within(clock, their_clock, 0.05),
+        "task-clock: perflab {clock} ms, perf stat {their_clock} ms (runs {:?})",
+        theirs[1]
+    );
+    assert!(faults > 20000.0, "every touched page faults: {faults}");
+    let text = stdout(&out);
+    assert!(
+        text.contains("Counters:  page-faults ") && text.contains("task-clock "),
+        "{text}"
+    );
+    let detail = counters_json(&lab);
+    let pf = &detail["events"]["page-faults"];
+    assert_eq!(pf["multiplexed"], false, "{detail}");
+    assert!(pf["time_enabled_ns"].as_u64().unwrap() > 0, "{detail}");
+    assert_eq!(pf["time_enabled_ns"], pf["time_running_ns"], "{detail}");
+}
+
+#[test]
+fn hardware_counters_are_missing_with_the_reason_where_there_is_no_pmu() {
+    let _one = serial();
+    let lab = Lab::new();
+    let Some(exe) = program(&lab) else { return };
+    let out = lab.run(&[
+        "bench",
+        "--counters",
+        "instructions,cycles,page-faults",
+        "-r",
+        "3",
+        "--export-json",
+        "out.json",
+        exe.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let detail = counters_json(&lab);
+    // Whether the machine has a PMU is a property of the machine, not a missing tool:
+    // the test checks what this machine must say either way (most VMs have none).
+    if has_hardware_pmu() {
+        let ins = median(trial_values(&lab, "counter.instructions"));
+        let Some(perf) = require::program("perf") else {
+            return;
+        };
+        let theirs = median(perf_stat(&perf, &exe, &["instructions"], 5).remove(0));
+        assert!(
+            within(ins, theirs, 0.01),
+            "instructions: perflab {ins}, perf stat {theirs}"
+        );
+        assert!(!trial_values(&lab, "counter.ipc").is_empty());
+        return;
+    }
+    for e in ["instructions", "cycles"] {
+        assert_eq!(detail["events"][e]["missing"], NO_PMU, "{detail}");
+        assert!(
+            trial_values(&lab, &format!("counter.{e}")).is_empty(),
+            "a missing {e} is no metric, never 0"
+        );
+    }
+    assert!(trial_values(&lab, "counter.ipc").is_empty());
+    assert_eq!(trial_values(&lab, "counter.page-faults").len(), 3);
+    let text = stdout(&out);
+    assert!(
+        text.contains(&format!("instructions: {NO_PMU}")),
+        "the summary says why:\n{text}"
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(lab.path("out.json")).unwrap()).unwrap();
+    let c = &doc["results"][0]["counters"];
+    assert!(c["page-faults"]["mean"].as_f64().unwrap() > 20000.0, "{c}");
+    assert!(c.get("instructions").is_none(), "{c}");
+}
+
+#[test]
+fn a_child_process_is_counted_with_its_parent() {
+    let _one = serial();
+    let lab = Lab::new();
+    let Some(exe) = program(&lab) else { return };
+    let exe = exe.to_str().unwrap();
+    // sh runs the program as its child (twice): both children's faults are counted.
+    let f = lab.write(
+        "e.toml",
+        &format!(
+            r#"
+[experiment]
+repetitions = 3
+noise_check = false
+[matrix]
+times = [1, 2]
+[workload]
+kind = "command"
+shell = true
+command = "for i in $(seq {{times}}); do {exe} 20000 1000; done"
+counters = ["page-faults", "task-clock", "context-switches"]
+"#
+        ),
+    );
+    let out = lab.run(&["run", f.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let show: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let faults = |t: i64| {
+        metric(&show, "times", &serde_json::json!(t), "counter.page-faults")["median"]
+            .as_f64()
+            .unwrap()
+    };
+    let (one, two) = (faults(1), faults(2));
+    assert!(one > 20000.0, "the child's faults are in: {one}");
+    assert!(
+        two > 1.9 * one - 2000.0 && two > 40000.0,
+        "two children fault twice as much: {one} vs {two}"
+    );
+}
+
+#[test]
+fn an_unknown_counter_is_a_usage_error_that_lists_the_valid_ones() {
+    let lab = Lab::new();
+    let out = lab.run(&[
+        "bench",
+        "--counters",
+        "task-clock,cycels",
+        "-r",
+        "1",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("\"cycels\""), "{err}");
+    assert!(err.contains("cycles, instructions"), "{err}");
+    assert!(err.contains("page-faults"), "{err}");
+
+    let f = lab.write(
+        "bad.toml",
+        "[experiment]\n[workload]\nkind = \"command\"\ncommand = \"true\"\ncounters = [\"page-faults\", \"nope\"]\n",
+    );
+    let out = lab.run(&["run", f.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("bad.toml:5"), "the file and line: {err}");
+    assert!(err.contains("unknown counter \"nope\""), "{err}");
+}
+
+#[test]
+fn a_service_is_counted_per_request() {
+    let _one = serial();
+    let lab = Lab::new();
+    let f = lab.write(
+        "e.toml",
+        r#"
+[experiment]
+repetitions = 2
+noise_check = false
+[service]
+command = "{perflab} serve --hello --port {port} --workers 1"
+ready.http = "http://127.0.0.1:{port}/"
+counters = ["task-clock", "context-switches", "instructions"]
+[workload]
+kind = "http"
+urls = ["http://127.0.0.1:{port}/"]
+connections = 2
+threads = 1
+duration = "400ms"
+"#,
+    );
+    let out = lab.run(&["run", f.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let show: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let m = |name: &str| {
+        show["configs"][0]["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name)
+            .cloned()
+    };
+    let clock = m("service_task_clock_per_req").expect("task-clock per request");
+    let cs = m("service_context_switches_per_req").expect("context switches per request");
+    assert!(clock["mean"].as_f64().unwrap() > 0.0, "{clock}");
+    assert!(cs["mean"].as_f64().unwrap() > 0.0, "{cs}");
+    assert!(m("service.counter.task-clock").is_some());
+    // Per trial, not since the service started: two trials count about the same.
+    let per_trial = trial_values(&lab, "service.counter.task-clock");
+    assert_eq!(per_trial.len(), 2);
+    assert!(
+        per_trial[1] < 3.0 * per_trial[0] && per_trial[0] < 3.0 * per_trial[1],
+        "{per_trial:?}"
+    );
+    assert_eq!(
+        m("service_instructions_per_req").is_some(),
+        has_hardware_pmu(),
+        "instructions are counted only with a PMU"
+    );
+}
