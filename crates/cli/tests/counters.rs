@@ -374,3 +374,50 @@ command = "echo go > {p}; read x < {q}"
     assert!(lo > 200.0, "the service's children fault: {per_trial:?}");
     assert!(hi < 1.3 * lo, "each trial counts its own: {per_trial:?}");
 }
+
+#[test]
+fn a_scimark_trial_counts_its_kernel_program() {
+    let _one = serial();
+    if require::program("cc").is_none() {
+        return;
+    }
+    let lab = Lab::new();
+    let f = lab.write(
+        "e.toml",
+        "[experiment]\nrepetitions = 2\nwarmup = 0\nnoise_check = false\n[workload]\nkind = \"scimark\"\nlang = \"c\"\nmin_time = 0.02\nkernels = [\"mc\"]\ncounters = [\"task-clock\", \"page-faults\", \"cycles\"]\n",
+    );
+    let out = lab
+        .cmd()
+        .env("PERFLAB_CACHE", lab.path("cache"))
+        .args(["run", f.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let clock = trial_values(&lab, "counter.task-clock");
+    assert_eq!(clock.len(), 2, "{clock:?}");
+    // The program's own CPU time of its kernels is part of what the tree counted.
+    let kernel = trial_values(&lab, "kernel_cpu_s");
+    for (ms, k) in clock.iter().zip(&kernel) {
+        assert!(
+            *ms >= 0.9 * k * 1000.0 && *ms > 0.0,
+            "{clock:?} vs {kernel:?}"
+        );
+    }
+    assert_eq!(trial_values(&lab, "counter.page-faults").len(), 2);
+    assert_eq!(
+        trial_values(&lab, "counter.cycles").len(),
+        if has_hardware_pmu() { 2 } else { 0 }
+    );
+
+    let bad = lab.write(
+        "bad.toml",
+        "[experiment]\n[workload]\nkind = \"scimark\"\nlang = \"c\"\ncounters = [\"instructions\", \"cache-miss\"]\n",
+    );
+    let out = lab.run(&["run", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("unknown counter \"cache-miss\": expected one of cycles"),
+        "{}",
+        stderr(&out)
+    );
+}
