@@ -1,5 +1,7 @@
 //! The service under test: render its files, start it in its own process group with
 //! its output in a log file, wait until it is ready, watch it, stop it gracefully.
+//! With `counters`, it opens `perf_event_open` counters on itself before `exec`
+//! (inherited by its workers); the runner reads them before and after each trial.
 //!
 //! The service dies with its trial even when perflab does not get to stop it (SIGKILL,
 //! a crash): each service has a [`Watchdog`], a tiny `sh` in a session of its own that

@@ -1,5 +1,10 @@
 //! The `command` workload: run a program (with or without a shell), measure its whole
 //! process tree, and pull named metrics out of its output.
+//!
+//! `counters = [...]` adds `perf_event_open` counts over the same tree: the root opens
+//! them on itself as the last step before `exec` (`prepare_child`), so they follow
+//! everything it forks and nothing of perflab's set-up is counted; they are read once
+//! the tree has ended (perflab_telemetry's `perfcount` holds the how and why).
 
 use std::collections::HashSet;
 use std::io::Read;
