@@ -149,6 +149,8 @@ pub struct RawService {
     pub ready: Option<RawReady>,
     pub stop_signal: Option<SStr>,
     pub grace: Option<SStr>,
+    /// Events counted over the service's process tree, per trial.
+    pub counters: Option<Vec<SStr>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -179,6 +181,8 @@ pub struct RawCommandWorkload {
     pub leftovers: Option<SStr>,
     #[serde(default)]
     pub metrics: RawMetrics,
+    /// Events counted over the command's process tree (`["instructions", ...]`).
+    pub counters: Option<Vec<SStr>>,
 }
 
 /// `metrics.NAME = {...}` in file order.

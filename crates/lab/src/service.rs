@@ -1,5 +1,7 @@
 //! The service under test: render its files, start it in its own process group with
 //! its output in a log file, wait until it is ready, watch it, stop it gracefully.
+//! With `counters`, it opens `perf_event_open` counters on itself before `exec`
+//! (inherited by its workers); the runner reads them before and after each trial.
 //!
 //! The service dies with its trial even when perflab does not get to stop it (SIGKILL,
 //! a crash): each service has a [`Watchdog`], a tiny `sh` in a session of its own that
@@ -30,6 +32,9 @@ pub struct RunningService {
     exited: Option<ExitStatus>,
     /// Kills the service's group if perflab dies first (`None`: no `sh` to run it).
     watchdog: Option<Watchdog>,
+    /// `[service] counters`: opened by the service before its exec, inherited by its
+    /// workers; each trial reads them before and after (`read_counters`).
+    counters: Option<perflab_telemetry::perfcount::Counters>,
 }
 
 /// A process that kills a process group when perflab dies: `sh` reading its stdin, a
@@ -134,7 +139,13 @@ impl RunningService {
             cmd.current_dir(cwd.render(vars));
         }
         let cpus = spec.cpus.as_ref().map(|c| c.to_raw());
-        // SAFETY: setsid and sched_setaffinity are async-signal-safe.
+        let armed = (!spec.counters.is_empty())
+            .then(|| perflab_telemetry::perfcount::Armed::new(&spec.counters))
+            .transpose()
+            .map_err(|e| format!("cannot set up the service's counters: {e}"))?;
+        let side = armed.as_ref().map(|a| a.child_side());
+        // SAFETY: setsid, sched_setaffinity, perf_event_open and sendmsg are
+        // async-signal-safe.
         unsafe {
             cmd.pre_exec(move || {
                 // Own session: a terminal's Ctrl-C is handled by perflab, which stops
@@ -143,12 +154,16 @@ impl RunningService {
                 if let Some(set) = &cpus {
                     perflab_workloads::cpuset::pin_raw(set)?;
                 }
+                if let Some(c) = &side {
+                    c.open()?;
+                }
                 Ok(())
             });
         }
         let child = cmd
             .spawn()
             .map_err(|e| format!("cannot start the service {:?}: {e}", words[0]))?;
+        let counters = armed.map(|a| a.collect());
         register_group(Slot::Service, child.id() as i32);
         // Without a watchdog the service still runs and is stopped as always; only a
         // SIGKILLed perflab would leave it behind.
@@ -159,6 +174,7 @@ impl RunningService {
             log_path,
             exited: None,
             watchdog,
+            counters,
         };
         if let Err(e) = svc.wait_ready(spec, vars) {
             svc.stop(spec);
@@ -230,6 +246,11 @@ impl RunningService {
                 last_lines(&self.log(), 20)
             )),
         }
+    }
+
+    /// Its counters now, totals since it started (None without `counters`).
+    pub fn read_counters(&self) -> Option<perflab_telemetry::perfcount::Reading> {
+        self.counters.as_ref().map(|c| c.read())
     }
 
     /// The service's pid.

@@ -238,6 +238,8 @@ impl ServiceRequest {
             ready_timeout: secs(self.ready_timeout_s, "ready timeout")?,
             stop_signal: self.stop_signal,
             grace: secs(self.grace_s, "grace")?,
+            // A service on another host is not counted (refused when the file is read).
+            counters: Vec::new(),
         })
     }
 

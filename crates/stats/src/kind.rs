@@ -70,6 +70,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn counter_units_are_classified() {
+        // perf_event counters (perflab_telemetry::perfcount): task-clock is a time,
+        // cycles too; counts, IPC and misses per 1k instructions are plain quantities
+        // ("better"/"worse", never "faster"), whatever their direction.
+        assert_eq!(MetricKind::of_unit("ms"), MetricKind::Time);
+        assert_eq!(MetricKind::of_unit("cycles"), MetricKind::Time);
+        for u in [
+            "count",
+            "instructions/cycle",
+            "per 1k instructions",
+            "count/req",
+            "ms/req",
+        ] {
+            assert_eq!(MetricKind::of_unit(u), MetricKind::Other, "{u}");
+        }
+    }
+
+    #[test]
     fn units_perflab_writes_are_classified() {
         for u in ["s", "ms", "us"] {
             assert_eq!(MetricKind::of_unit(u), MetricKind::Time, "{u}");

@@ -18,6 +18,9 @@
 //!   walks the kernel's whole connection hash table. [`sample`] turns two snapshots into
 //!   figures and names them; [`Sampler`] keeps the previous snapshot; [`Monitor`] runs a
 //!   sampler on its own thread for the length of a trial.
+//! - [`perfcount`] is the one module that is not /proc: `perf_event_open` counters
+//!   (cycles, instructions, page faults, ...) over a trial's whole process tree, opened
+//!   in the child before its `exec` — `perf stat`'s numbers as trial metrics.
 //!
 //! Cost: with every probe, one sample takes about 0.6 ms of CPU on the 2-vCPU
 //! development VM, 0.06 % of one core at a 1 s interval (`cargo run --release -p
@@ -118,6 +121,7 @@ pub mod memory;
 pub mod monitor;
 pub mod net;
 pub mod nfs;
+pub mod perfcount;
 pub mod probe;
 pub mod process;
 pub mod sample;

@@ -1,5 +1,10 @@
 //! The `command` workload: run a program (with or without a shell), measure its whole
 //! process tree, and pull named metrics out of its output.
+//!
+//! `counters = [...]` adds `perf_event_open` counts over the same tree: the root opens
+//! them on itself as the last step before `exec` (`prepare_child`), so they follow
+//! everything it forks and nothing of perflab's set-up is counted; they are read once
+//! the tree has ended (perflab_telemetry's `perfcount` holds the how and why).
 
 use std::collections::HashSet;
 use std::io::Read;
@@ -9,6 +14,8 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+use perflab_telemetry::perfcount::{Armed, ChildSide, Event, Reading};
 
 use crate::metrics::MetricSpec;
 use crate::tree::{self, TreeGroup};
@@ -47,6 +54,8 @@ pub struct CommandWorkload {
     pub leftovers: Leftovers,
     /// Pids that are not part of the tree even if re-parented to us (services).
     pub exclude_pids: Vec<i32>,
+    /// Events counted over the whole tree (`counters = [...]`).
+    pub counters: Vec<Event>,
 }
 
 /// What came back from running a process tree.
@@ -64,6 +73,8 @@ pub struct TreeRun {
     pub stderr: Vec<u8>,
     pub timed_out: bool,
     pub interrupted: bool,
+    /// The tree's counters, read once it ended (when any were asked for).
+    pub counters: Option<Reading>,
 }
 
 impl TreeRun {
@@ -116,22 +127,41 @@ pub fn last_lines(text: &str, n: usize) -> String {
 /// Runs `cmd` as the root of a measured tree, honouring the context's pinning,
 /// timeout and interrupt flag.
 pub fn run_tree(
-    mut cmd: Command,
+    cmd: Command,
     ctx: &TrialContext,
     leftovers: Leftovers,
     exclude: &[i32],
 ) -> Result<TreeRun, WorkloadError> {
+    run_tree_counted(cmd, ctx, leftovers, exclude, &[])
+}
+
+/// [`run_tree`], also counting `counters` over the whole tree: opened by the root
+/// just before its `exec`, inherited by everything it forks (perflab_telemetry's
+/// `perfcount`).
+pub fn run_tree_counted(
+    mut cmd: Command,
+    ctx: &TrialContext,
+    leftovers: Leftovers,
+    exclude: &[i32],
+    counters: &[Event],
+) -> Result<TreeRun, WorkloadError> {
+    let armed = (!counters.is_empty())
+        .then(|| Armed::new(counters))
+        .transpose()
+        .map_err(|e| WorkloadError::Setup(format!("cannot set up counters: {e}")))?;
     let group = TreeGroup::create();
     // Joining a cgroup (v1 above all) can wait for an RCU grace period, 5-20 ms, inside
     // the timed window: the child measures how long its join took and the wall time
     // leaves it out, so a 100 ms command does not read as 108 ms, give or take a tick.
     let join_cost = JoinCost::new();
-    prepare_child(&mut cmd, &group, ctx, &join_cost);
+    let side = armed.as_ref().map(Armed::child_side);
+    prepare_child(&mut cmd, &group, ctx, &join_cost, side);
     let program = cmd.get_program().to_string_lossy().into_owned();
     let start = Instant::now();
     let mut child = cmd
         .spawn()
         .map_err(|e| WorkloadError::Setup(format!("cannot start {program:?}: {e}")))?;
+    let counting = armed.map(Armed::collect);
     let root = child.id() as i32;
     let join_s = join_cost.read_s();
     let out_reader = reader(child.stdout.take());
@@ -155,6 +185,7 @@ pub fn run_tree(
     let stdout = out_reader.join().unwrap_or_default();
     let stderr = err_reader.join().unwrap_or_default();
     watch.take_group_usage(&group);
+    let counters = counting.map(|c| c.read());
     let method = group.method();
     drop(group);
     let status = watch
@@ -174,12 +205,19 @@ pub fn run_tree(
         stderr,
         timed_out: watch.timed_out,
         interrupted: watch.interrupted,
+        counters,
     })
 }
 
 /// Pipes the output and, in the child before `exec`, gives it its own process group,
-/// joins the measured group (timing the join) and pins it.
-fn prepare_child(cmd: &mut Command, group: &TreeGroup, ctx: &TrialContext, join_cost: &JoinCost) {
+/// joins the measured group (timing the join), pins it and, last, opens its counters.
+fn prepare_child(
+    cmd: &mut Command,
+    group: &TreeGroup,
+    ctx: &TrialContext,
+    join_cost: &JoinCost,
+    counters: Option<ChildSide>,
+) {
     let fds = group.join_fds();
     let cpus = ctx.cpus.as_ref().map(|c| c.to_raw());
     let join_fd = join_cost.write_fd();
@@ -187,7 +225,8 @@ fn prepare_child(cmd: &mut Command, group: &TreeGroup, ctx: &TrialContext, join_
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     // SAFETY: the closure only calls async-signal-safe functions (setpgid, write,
-    // getpid, clock_gettime, sched_setaffinity) on data prepared before fork.
+    // getpid, clock_gettime, sched_setaffinity, perf_event_open, sendmsg) on data
+    // prepared before fork.
     unsafe {
         cmd.pre_exec(move || {
             // Own process group: a timeout or interrupt kills the whole group at once.
@@ -200,6 +239,10 @@ fn prepare_child(cmd: &mut Command, group: &TreeGroup, ctx: &TrialContext, join_
             }
             if let Some(set) = &cpus {
                 crate::cpuset::pin_raw(set)?;
+            }
+            // Last: the counters start at exec, whatever came before.
+            if let Some(c) = &counters {
+                c.open()?;
             }
             Ok(())
         });
@@ -475,7 +518,7 @@ impl Workload for CommandWorkload {
         if let Some(cwd) = &self.cwd {
             cmd.current_dir(cwd);
         }
-        let run = run_tree(cmd, ctx, self.leftovers, &self.exclude_pids)?;
+        let run = run_tree_counted(cmd, ctx, self.leftovers, &self.exclude_pids, &self.counters)?;
         if run.interrupted {
             return Err(WorkloadError::Interrupted);
         }
@@ -484,6 +527,9 @@ impl Workload for CommandWorkload {
             method: Some(run.method.as_str().to_string()),
             ..Default::default()
         };
+        if let Some(r) = &run.counters {
+            add_counters(&mut m, r);
+        }
         m.artifacts.push(ArtifactData {
             name: "stdout".into(),
             media_type: "text/plain".into(),
@@ -537,6 +583,32 @@ impl Workload for CommandWorkload {
         Ok(m)
     }
 }
+
+/// Adds a reading of a trial's counters: its metrics (`counter.*`) and the
+/// `counters.json` artifact with each event's detail or missing reason.
+pub fn add_counters(m: &mut Measurement, r: &Reading) {
+    for (name, unit, value, better) in r.metrics() {
+        m.metrics.push(MetricValue::new(&name, unit, value, better));
+    }
+    m.artifacts.push(counters_artifact(r));
+}
+
+/// The `counters.json` artifact of a reading (a `warning` key when counts were
+/// multiplexed).
+pub fn counters_artifact(r: &Reading) -> ArtifactData {
+    let mut json = r.to_json();
+    if let Some(w) = r.warning() {
+        json["warning"] = w.into();
+    }
+    ArtifactData {
+        name: COUNTERS_ARTIFACT.into(),
+        media_type: "application/json".into(),
+        content: serde_json::to_vec_pretty(&json).unwrap_or_default(),
+    }
+}
+
+/// The artifact each counted trial keeps.
+pub const COUNTERS_ARTIFACT: &str = "counters.json";
 
 fn tail_bytes(b: &[u8], n: usize) -> Vec<u8> {
     b[b.len().saturating_sub(n)..].to_vec()

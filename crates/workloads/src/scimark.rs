@@ -15,8 +15,9 @@ use std::sync::{Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
-use crate::command::{run_tree, which, Leftovers};
+use crate::command::{run_tree_counted, which, Leftovers};
 use crate::{Measurement, MetricValue, TrialContext, Workload, WorkloadError};
+use perflab_telemetry::perfcount::Event;
 use perflab_units::Phrase;
 
 pub mod preflight;
@@ -122,6 +123,8 @@ pub struct RunOptions {
     pub min_time: Option<f64>,
     pub verify_only: bool,
     pub kernels: Option<Vec<String>>,
+    /// Events to count over the program's tree (none: not counted).
+    pub counters: Vec<Event>,
 }
 
 fn cache_root(opts: &BuildOptions) -> PathBuf {
@@ -345,7 +348,7 @@ pub fn run(
     if let Some(k) = &o.kernels {
         cmd.arg("--kernels").arg(k.join(","));
     }
-    let tree = run_tree(cmd, ctx, Leftovers::Kill, &[])?;
+    let tree = run_tree_counted(cmd, ctx, Leftovers::Kill, &[], &o.counters)?;
     if tree.interrupted {
         return Err(WorkloadError::Interrupted);
     }
@@ -473,6 +476,9 @@ pub struct ScimarkSpec {
     pub jvm_flags: Option<String>,
     pub java: Option<String>,
     pub kernels: Option<Vec<String>>,
+    /// Events counted over the timed kernel program's process tree.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counters: Vec<Event>,
 }
 
 fn default_size() -> String {
@@ -528,6 +534,7 @@ impl ScimarkSpec {
             min_time: self.min_time,
             verify_only: false,
             kernels: self.kernels.clone(),
+            counters: self.counters.clone(),
         }
     }
 }
@@ -617,6 +624,9 @@ impl Workload for ScimarkSpec {
             ..Default::default()
         };
         m.metrics.extend(tree.metrics());
+        if let Some(r) = &tree.counters {
+            crate::command::add_counters(&mut m, r);
+        }
         m.artifacts.push(crate::ArtifactData {
             name: "scimark.json".into(),
             media_type: "application/json".into(),

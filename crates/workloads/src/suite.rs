@@ -258,6 +258,7 @@ fn scimark_items(quick: bool) -> Vec<Item> {
                 jvm_flags: None,
                 java: None,
                 kernels: None,
+                counters: Vec::new(),
             };
             Item::new(
                 format!("scimark.{lang}"),

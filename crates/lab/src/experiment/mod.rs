@@ -159,6 +159,8 @@ pub struct ServiceSpec {
     pub ready_timeout: Duration,
     pub stop_signal: i32,
     pub grace: Duration,
+    /// Events counted over the service's process tree for each trial's duration.
+    pub counters: Vec<perflab_telemetry::perfcount::Event>,
 }
 
 /// How to tell the service is ready.
@@ -181,6 +183,8 @@ pub struct CommandSpec {
     pub allow_failure: bool,
     pub leftovers: Leftovers,
     pub metrics: Vec<MetricSpec>,
+    /// Events counted over the command's process tree.
+    pub counters: Vec<perflab_telemetry::perfcount::Event>,
 }
 
 /// What each trial runs: a command, whose templates the experiment reader checks and

@@ -2,6 +2,7 @@
 //! stop signal) and the `command` workload.
 
 use super::*;
+use perflab_telemetry::perfcount::{Event, UnknownEvent};
 
 pub(super) fn service(c: &Checker, s: RawService) -> Result<ServiceSpec, FileError> {
     let ready_timeout = s
@@ -78,7 +79,9 @@ pub(super) fn service(c: &Checker, s: RawService) -> Result<ServiceSpec, FileErr
             Some(CpuSet::parse(x.get_ref()).map_err(|e| c.loc.at(x.span().start, e))?)
         }
     };
+    let counters = service_counters(c, s.counters.as_deref(), host.is_some())?;
     Ok(ServiceSpec {
+        counters,
         host,
         command: c.command(&s.command, s.shell)?,
         shell: s.shell,
@@ -96,6 +99,39 @@ pub(super) fn service(c: &Checker, s: RawService) -> Result<ServiceSpec, FileErr
             .transpose()?
             .unwrap_or(Duration::from_secs(5)),
     })
+}
+
+/// `[service] counters`: as [`counters`]; a service on another host cannot be counted.
+fn service_counters(
+    c: &Checker,
+    names: Option<&[SStr]>,
+    remote: bool,
+) -> Result<Vec<Event>, FileError> {
+    let counters = counters(c, names)?;
+    if !counters.is_empty() && remote {
+        let at = names.and_then(|v| v.first()).map(|x| x.span().start);
+        return Err(c.loc.at(
+            at.unwrap_or(0),
+            "service.counters: counting a service on another host is not supported yet; count it where it runs (drop `host`) or drop `counters`",
+        ));
+    }
+    Ok(counters)
+}
+
+/// `counters = [...]`: each name one of `perf stat`'s events perflab counts; an
+/// unknown one is an error at its place that lists the valid ones.
+pub(super) fn counters(c: &Checker, names: Option<&[SStr]>) -> Result<Vec<Event>, FileError> {
+    let mut out = Vec::new();
+    for n in names.unwrap_or_default() {
+        let e: Event = n
+            .get_ref()
+            .parse()
+            .map_err(|e: UnknownEvent| c.loc.at(n.span().start, e.to_string()))?;
+        if !out.contains(&e) {
+            out.push(e);
+        }
+    }
+    Ok(out)
 }
 
 /// Signal number for a name like `TERM` or `SIGTERM`.
@@ -195,6 +231,7 @@ pub(super) fn command_spec(c: &Checker, w: RawCommandWorkload) -> Result<Command
         });
     }
     Ok(CommandSpec {
+        counters: counters(c, w.counters.as_deref())?,
         command: c.command(&w.command, w.shell)?,
         shell: w.shell,
         env: c.env(&w.env)?,

@@ -10,12 +10,16 @@ use std::time::Duration;
 
 use perflab_store::vocab::{ARTIFACT_FLAMEGRAPH, ARTIFACT_PROFILE, ARTIFACT_STACKS};
 use perflab_store::{ArtifactData, TrialStatus};
-use perflab_workloads::command::{run_tree, CommandWorkload, Leftovers};
+use perflab_telemetry::perfcount::Reading;
+use perflab_workloads::command::{
+    counters_artifact, run_tree, CommandWorkload, Leftovers, COUNTERS_ARTIFACT,
+};
 use perflab_workloads::spec::{
     Attachments, KindSpec, MonitorAttachment, ProfileAttachment, TrialSpec,
 };
 use perflab_workloads::{Measurement, TrialContext, WorkloadError};
 
+use super::placed::Service;
 use super::{Done, Runner};
 use crate::experiment::WorkloadSpec;
 use crate::plan::PlannedTrial;
@@ -86,7 +90,9 @@ impl Runner<'_> {
         let profiler = self.start_profile(&spec);
         let pid = self.service.as_ref().and_then(|s| s.local_pid());
         let watch = spec.attachments.doctor.then(|| self.doctor.start(pid));
+        let counted = self.service_counters();
         let result = self.workload(&spec);
+        let counted = counted.and_then(|before| Some(self.service_counters()?.since(&before)));
         let doctor = watch.and_then(|w| self.doctor.finish(w, self.obs));
         let recording = monitor.and_then(|m| self.stop_monitor(m));
         let profile = profiler.and_then(|p| self.stop_profile(p, t.ordinal));
@@ -97,6 +103,10 @@ impl Runner<'_> {
         }
         done.m.artifacts.extend(self.service_artifact());
         done.m.artifacts.extend(doctor);
+        if let Some(r) = &counted {
+            add_service_counters(&mut done.m, r);
+        }
+        self.warn_multiplexed(&done.m, t.ordinal);
         if let Some((p, host)) = profile {
             add_profile(&mut done.m, &p, host.as_deref());
         }
@@ -152,6 +162,7 @@ impl Runner<'_> {
                 allow_failure: c.allow_failure,
                 metrics: c.metrics.clone(),
                 leftovers: c.leftovers,
+                counters: c.counters.clone(),
                 exclude_pids: self.service.iter().flat_map(|s| s.own_children()).collect(),
             }),
             WorkloadSpec::Options { kind, table } => crate::workload::rendered(*kind, table, vars)?,
@@ -185,6 +196,28 @@ impl Runner<'_> {
                 doctor: !t.warmup && watched,
             },
         })
+    }
+
+    /// The local service's counters now (None: no service, or not counted).
+    fn service_counters(&self) -> Option<Reading> {
+        match &self.service {
+            Some(Service::Local(s)) => s.read_counters(),
+            _ => None,
+        }
+    }
+
+    /// A trial whose counts were scaled says so (its `counters.json` has the detail).
+    fn warn_multiplexed(&self, m: &Measurement, ordinal: u32) {
+        for a in m
+            .artifacts
+            .iter()
+            .filter(|a| a.name == COUNTERS_ARTIFACT || a.name == SERVICE_COUNTERS_ARTIFACT)
+        {
+            let json: serde_json::Value = serde_json::from_slice(&a.content).unwrap_or_default();
+            if let Some(w) = json.get("warning").and_then(|w| w.as_str()) {
+                self.obs.warn(&format!("trial {ordinal}: {w}"));
+            }
+        }
     }
 
     /// Builds the trial's workload with the runner's factory and runs it.
@@ -280,6 +313,33 @@ fn add_recording(m: &mut Measurement, rec: perflab_telemetry::Recording) {
             ));
         }
     }
+}
+
+/// The artifact of a service's counters over one trial.
+const SERVICE_COUNTERS_ARTIFACT: &str = "service-counters.json";
+
+/// Adds what the service's counters counted during the trial: `service.counter.*`
+/// totals, per request (`service_<event>_per_req`) when the workload counted
+/// requests, and the detail as `service-counters.json`.
+fn add_service_counters(m: &mut Measurement, r: &Reading) {
+    let requests = m
+        .metrics
+        .iter()
+        .find(|x| x.name == "requests")
+        .map(|x| x.value);
+    let mut add = |(name, unit, value, better): (String, &str, f64, &str)| {
+        m.metrics
+            .push(perflab_store::MetricValue::new(&name, unit, value, better));
+    };
+    for (name, unit, value, better) in r.metrics() {
+        add((format!("service.{name}"), unit, value, better));
+    }
+    for x in r.per_op_metrics("service_", requests.unwrap_or(0.0)) {
+        add(x);
+    }
+    let mut a = counters_artifact(r);
+    a.name = SERVICE_COUNTERS_ARTIFACT.into();
+    m.artifacts.push(a);
 }
 
 /// Adds a profile to a trial: the report (JSON), folded stacks and flame graph as

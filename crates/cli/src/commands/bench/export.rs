@@ -43,6 +43,8 @@ pub struct Outcome {
     pub ignore_failure: bool,
     /// (index of the candidate, the why block of its comparison with the baseline).
     pub whys: Vec<(usize, perflab_analysis::why::WhyBlock)>,
+    /// `--counters`: the events asked for (their summaries are `counter.*` stats).
+    pub counters: Vec<perflab_telemetry::perfcount::Event>,
 }
 
 /// The samples of every config of the run, matched to the benches by config ordinal.
@@ -167,7 +169,32 @@ fn result_json(r: &BenchResult, o: &Outcome) -> Value {
     v["n"] = json!(r.times.len());
     v["mean_ci_low"] = get("wall_s", |s| s.ci_low);
     v["mean_ci_high"] = get("wall_s", |s| s.ci_high);
+    if !o.counters.is_empty() {
+        v["counters"] = counters_json(r);
+    }
     v
+}
+
+/// `--counters`: each `counter.*` metric's mean and interval, in its unit.
+fn counters_json(r: &BenchResult) -> Value {
+    let m: Map<String, Value> = r
+        .stats
+        .iter()
+        .filter_map(|(name, s)| {
+            let short = name.strip_prefix("counter.")?;
+            Some((
+                short.to_string(),
+                json!({
+                    "unit": s.unit,
+                    "mean": num(s.mean),
+                    "ci_low": num(s.ci_low),
+                    "ci_high": num(s.ci_high),
+                    "n": s.n,
+                }),
+            ))
+        })
+        .collect();
+    Value::Object(m)
 }
 
 /// Seconds in hyperfine's unit: milliseconds below one second.

@@ -125,6 +125,10 @@ pub fn draft(
     options.insert("command".into(), "{command}".into());
     options.insert("shell".into(), (spec.shell == Shell::Sh).into());
     options.insert("allow_failure".into(), spec.ignore_failure.into());
+    if !spec.counters.is_empty() {
+        let names: Vec<toml::Value> = spec.counters.iter().map(|e| e.name().into()).collect();
+        options.insert("counters".into(), toml::Value::Array(names));
+    }
     let mut d = Draft::with_options(name, Kind::Command, options);
     d.description = Some(description.to_string());
     d.repetitions = Some(match spec.runs {

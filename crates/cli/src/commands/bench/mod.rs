@@ -22,6 +22,7 @@ use perflab_lab::experiment::Stop;
 use perflab_lab::observe::Observer;
 use perflab_lab::runner::{self, RunOptions};
 use perflab_store::Store;
+use perflab_telemetry::perfcount::Event;
 
 use crate::exit::{self, InvalidInput};
 use crate::progress::Progress;
@@ -49,6 +50,7 @@ const METRICS: [&str; 4] = ["wall_s", "user_s", "sys_s", "max_process_rss_bytes"
 ///   perflab bench -P threads 1 8 'make -j {threads}' --prepare 'make clean'
 ///   perflab bench --shell sh 'cat f | wc -l' 'wc -l < f'
 ///   perflab bench --reference 'grep -c x f' 'rg -c x f' --export-markdown table.md
+///   perflab bench --counters task-clock,page-faults,instructions 'gzip -1 -c f' 'gzip -9 -c f'
 ///
 /// Exit codes: 0 ok, 2 bad arguments, 4 a command failed (non-zero exit; -i ignores
 /// that), 130 interrupted (finished runs are kept).
@@ -169,6 +171,14 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 0.95, value_parser = crate::commands::show::parse_confidence)]
     confidence: f64,
 
+    /// Count these events over each run's whole process tree, with perf_event_open
+    /// (a comma-separated list of: cycles, instructions, branches, branch-misses,
+    /// cache-references, cache-misses, task-clock, context-switches, cpu-migrations,
+    /// page-faults). Hardware events on a machine without a PMU (most VMs) are
+    /// reported missing, never 0.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    counters: Vec<String>,
+
     /// Print the --export-json document instead of the summary.
     #[arg(long)]
     json: bool,
@@ -272,6 +282,8 @@ fn spec(a: &BenchArgs) -> Result<(Spec, String, Option<String>), InvalidInput> {
         ignore_failure: a.ignore_failure,
         cpus: a.cpus.clone(),
         stop: stop(a),
+        counters: Event::parse_list(&a.counters)
+            .map_err(|e| InvalidInput(format!("--counters: {e}")))?,
     };
     let mut name = format!("bench: {}", a.commands.join(" vs "));
     if name.chars().count() > 80 {
@@ -330,6 +342,7 @@ pub fn run(g: &Global, a: &BenchArgs) -> anyhow::Result<ExitCode> {
         comparisons,
         ignore_failure: a.ignore_failure,
         whys,
+        counters: spec.counters.clone(),
     };
     write_exports(a, &o)?;
     if a.json {

@@ -41,6 +41,9 @@ pub fn print(o: &Outcome) {
             pm(o, i, "sys_s"),
             pm(o, i, "max_process_rss_bytes")
         );
+        if !o.counters.is_empty() {
+            println!("  Counters:  {}", counters_line(o, i));
+        }
     }
     if o.comparisons.is_empty() {
         return;
@@ -73,6 +76,25 @@ pub fn print(o: &Outcome) {
             crate::compare::why::print(block, o.confidence);
         }
     }
+}
+
+/// `--counters`: each event's mean ± CI, or why it has none.
+fn counters_line(o: &Outcome, i: usize) -> String {
+    use perflab_telemetry::perfcount::{has_hardware_pmu, NO_PMU};
+    let pmu = has_hardware_pmu();
+    let mut parts: Vec<String> = o
+        .counters
+        .iter()
+        .map(|e| match o.results[i].stat(&e.metric()) {
+            Some(_) => format!("{} {}", e.name(), pm(o, i, &e.metric())),
+            None if e.is_hardware() && !pmu => format!("{}: {NO_PMU}", e.name()),
+            None => format!("{}: missing (see the trial's counters.json)", e.name()),
+        })
+        .collect();
+    if o.results[i].stat("counter.ipc").is_some() {
+        parts.push(format!("IPC {}", pm(o, i, "counter.ipc")));
+    }
+    parts.join(", ")
 }
 
 /// `--show-output`: after each recorded run, what the command wrote to stdout and

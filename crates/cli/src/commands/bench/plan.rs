@@ -85,6 +85,8 @@ pub struct Spec {
     pub cpus: Option<String>,
     /// `--until-decided`: auto runs stop when the comparison is decided.
     pub stop: Option<perflab_lab::experiment::Stop>,
+    /// `--counters`: events counted over each run's process tree.
+    pub counters: Vec<perflab_telemetry::perfcount::Event>,
 }
 
 /// Repetitions per command.

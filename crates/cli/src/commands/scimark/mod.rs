@@ -223,6 +223,7 @@ fn draft(a: &ScimarkArgs, langs: &[&str]) -> Result<Draft, InvalidInput> {
         jvm_flags: a.jvm_flags.clone(),
         java: a.java.clone(),
         kernels: a.kernels.clone(),
+        counters: Vec::new(),
     };
     let size = spec.size.clone();
     let draft = Draft::new(
