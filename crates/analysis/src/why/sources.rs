@@ -6,7 +6,7 @@
 //! * functions: [`crate::diffprof::function_evidence`] (CPU time per operation; a
 //!   function one side's profiles never sampled is 0 there, [`absent_is_zero`]);
 //! * counters: the metrics `counter.*` (per request where the trial counted requests)
-//!   and the service's `service_*_per_req`;
+//!   and the service's `service.counter.*` (per trial) and `service_*_per_req`;
 //! * telemetry: the `[monitor]` metrics (`cpu.*`, `sched.*`, `memory.*`, `disk.*`,
 //!   `net.*`, `sockets.*`, `nfs.*`, `process.*`) and `service_cpu_per_req_us`;
 //! * doctor: findings in every ok trial of one side and none of the other's;
@@ -116,6 +116,7 @@ pub fn kind_of(name: &str) -> Option<WhyKind> {
     if name == "service_cpu_per_req_us" || TELEMETRY.iter().any(|p| name.starts_with(p)) {
         Some(WhyKind::Telemetry)
     } else if name.starts_with("counter.")
+        || name.starts_with("service.counter.")
         || (name.starts_with("service_") && name.ends_with("_per_req"))
     {
         Some(WhyKind::Counter)
