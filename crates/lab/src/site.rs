@@ -286,6 +286,10 @@ pub struct ProfileResult {
     pub top: Vec<(String, f64)>,
     /// The process profiled, as its host sees it (None: every CPU).
     pub pid: Option<i32>,
+    /// perf's sampling frequency (samples per CPU-second): a sample's CPU time, which
+    /// the differential profile needs. 0: not known (an older worker's answer).
+    #[serde(default)]
+    pub frequency: u32,
 }
 
 impl ProfileResult {
@@ -300,6 +304,7 @@ impl ProfileResult {
                 .and_then(|svg| String::from_utf8(svg).ok()),
             top: p.top_functions(top),
             pid,
+            frequency: p.frequency.unwrap_or(0),
         }
     }
 }

@@ -284,17 +284,22 @@ fn add_recording(m: &mut Measurement, rec: perflab_telemetry::Recording) {
 
 /// Adds a profile to a trial: the report (JSON), folded stacks and flame graph as
 /// artifacts, the kernel's share of the samples as `profile.kernel_pct`, and the top
-/// functions' shares of all samples as `fn:NAME` metrics. A profile taken on another
-/// host has that host, and the pid it profiled there (null: every CPU), beside the
-/// report's fields in `profile.json`.
+/// functions' shares of all samples as `fn:NAME` metrics. `profile.json` holds the
+/// report's fields and perf's `frequency` (the differential profile turns samples into
+/// CPU time with it); a profile taken on another host has that host, and the pid it
+/// profiled there (null: every CPU), beside them.
 fn add_profile(m: &mut Measurement, p: &ProfileResult, host: Option<&str>) {
-    /// The report with where it was taken.
+    /// The report with its sampling frequency and where it was taken.
     #[derive(serde::Serialize)]
     struct Placed<'a> {
         #[serde(flatten)]
         report: &'a perflab_profile::Report,
-        host: &'a str,
-        pid: Option<i32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        frequency: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        host: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pid: Option<Option<i32>>,
     }
     // The kernel's share of the samples: the profiler study's first figure (70 % there).
     m.metrics.push(perflab_store::MetricValue::new(
@@ -303,14 +308,12 @@ fn add_profile(m: &mut Measurement, p: &ProfileResult, host: Option<&str>) {
         p.report.kernel_pct,
         "lower",
     ));
-    let report = match host {
-        None => serde_json::to_vec_pretty(&p.report),
-        Some(host) => serde_json::to_vec_pretty(&Placed {
-            report: &p.report,
-            host,
-            pid: p.pid,
-        }),
-    };
+    let report = serde_json::to_vec_pretty(&Placed {
+        report: &p.report,
+        frequency: (p.frequency > 0).then_some(p.frequency),
+        host,
+        pid: host.map(|_| p.pid),
+    });
     m.artifacts.push(ArtifactData {
         name: ARTIFACT_PROFILE.into(),
         media_type: "application/json".into(),
