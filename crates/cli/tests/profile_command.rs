@@ -76,3 +76,31 @@ fn a_command_profiled_system_wide_finishes_every_trial_with_its_profile() {
     assert_eq!(code, Some(0), "{err}");
     folded_of_every_trial(&lab, &err);
 }
+
+#[test]
+fn a_command_profiled_as_the_workload_has_only_its_own_samples_in_every_trial() {
+    if !require::perf_records() {
+        return;
+    }
+    let (lab, code, err) = profiled_run("workload");
+    assert!(
+        !err.contains("lost") && !err.contains("not started"),
+        "{err}"
+    );
+    assert_eq!(code, Some(0), "{err}");
+    for folded in folded_of_every_trial(&lab, &err) {
+        // Only the trial's own process tree (the shell), from its first instruction
+        // (the dynamic loader) on; nothing else that ran on the machine meanwhile.
+        for line in folded.lines() {
+            assert!(
+                line.starts_with("sh;"),
+                "a sample of another process: {line}"
+            );
+        }
+        let samples: u64 = folded
+            .lines()
+            .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
+            .sum();
+        assert!(samples >= 5, "too few samples ({samples}):\n{folded}");
+    }
+}

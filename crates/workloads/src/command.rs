@@ -10,6 +10,7 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::hold::{hold_raw, HeldFds, Hold};
 use crate::metrics::MetricSpec;
 use crate::tree::{self, TreeGroup};
 use crate::{ArtifactData, Measurement, MetricValue, TrialContext, Workload, WorkloadError};
@@ -126,14 +127,31 @@ pub fn run_tree(
     // the timed window: the child measures how long its join took and the wall time
     // leaves it out, so a 100 ms command does not read as 108 ms, give or take a tick.
     let join_cost = JoinCost::new();
-    prepare_child(&mut cmd, &group, ctx, &join_cost);
     let program = cmd.get_program().to_string_lossy().into_owned();
-    let start = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| WorkloadError::Setup(format!("cannot start {program:?}: {e}")))?;
+    let cannot = |e: std::io::Error| WorkloadError::Setup(format!("cannot start {program:?}: {e}"));
+    // With an attach hook, the root is held before its exec while the hook runs, and
+    // its wall time starts when it is let go (the join is before that).
+    let hold = match &ctx.attach {
+        Some(hook) => Some((Hold::new().map_err(cannot)?, hook)),
+        None => None,
+    };
+    prepare_child(
+        &mut cmd,
+        &group,
+        ctx,
+        &join_cost,
+        hold.as_ref().map(|h| h.0.child_fds()),
+    );
+    let (mut child, start) = match hold {
+        Some((hold, hook)) => hold.spawn(cmd, hook).map_err(cannot)?,
+        None => {
+            let start = Instant::now();
+            (cmd.spawn().map_err(cannot)?, start)
+        }
+    };
     let root = child.id() as i32;
     let join_s = join_cost.read_s();
+    let join_s = if ctx.attach.is_some() { 0.0 } else { join_s };
     let out_reader = reader(child.stdout.take());
     let err_reader = reader(child.stderr.take());
     let waited = wait_in_thread(root);
@@ -178,8 +196,14 @@ pub fn run_tree(
 }
 
 /// Pipes the output and, in the child before `exec`, gives it its own process group,
-/// joins the measured group (timing the join) and pins it.
-fn prepare_child(cmd: &mut Command, group: &TreeGroup, ctx: &TrialContext, join_cost: &JoinCost) {
+/// joins the measured group (timing the join), pins it, and waits while it is held.
+fn prepare_child(
+    cmd: &mut Command,
+    group: &TreeGroup,
+    ctx: &TrialContext,
+    join_cost: &JoinCost,
+    held: Option<HeldFds>,
+) {
     let fds = group.join_fds();
     let cpus = ctx.cpus.as_ref().map(|c| c.to_raw());
     let join_fd = join_cost.write_fd();
@@ -187,7 +211,8 @@ fn prepare_child(cmd: &mut Command, group: &TreeGroup, ctx: &TrialContext, join_
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     // SAFETY: the closure only calls async-signal-safe functions (setpgid, write,
-    // getpid, clock_gettime, sched_setaffinity) on data prepared before fork.
+    // getpid, clock_gettime, sched_setaffinity; close and read while held) on data
+    // prepared before fork.
     unsafe {
         cmd.pre_exec(move || {
             // Own process group: a timeout or interrupt kills the whole group at once.
@@ -200,6 +225,9 @@ fn prepare_child(cmd: &mut Command, group: &TreeGroup, ctx: &TrialContext, join_
             }
             if let Some(set) = &cpus {
                 crate::cpuset::pin_raw(set)?;
+            }
+            if let Some(fds) = &held {
+                hold_raw(fds)?;
             }
             Ok(())
         });

@@ -320,6 +320,7 @@ mod tests {
             call_graph: false,
             top: 3,
             service: true,
+            workload: false,
         })
     }
 

@@ -86,7 +86,8 @@ impl Runner<'_> {
         let profiler = self.start_profile(&spec);
         let pid = self.service.as_ref().and_then(|s| s.local_pid());
         let watch = spec.attachments.doctor.then(|| self.doctor.start(pid));
-        let result = self.workload(&spec);
+        let attach = profiler.as_ref().and_then(|p| p.attach_hook());
+        let result = self.workload(&spec, attach);
         let doctor = watch.and_then(|w| self.doctor.finish(w, self.obs));
         let recording = monitor.and_then(|m| self.stop_monitor(m));
         let profile = profiler.and_then(|p| self.stop_profile(p, t.ordinal));
@@ -181,19 +182,26 @@ impl Runner<'_> {
                         call_graph: p.call_graph,
                         top: p.top,
                         service: p.service,
+                        workload: p.workload,
                     }),
                 doctor: !t.warmup && watched,
             },
         })
     }
 
-    /// Builds the trial's workload with the runner's factory and runs it.
-    fn workload(&self, spec: &TrialSpec) -> Result<Measurement, WorkloadError> {
+    /// Builds the trial's workload with the runner's factory and runs it (`attach`:
+    /// the workload profile's hook).
+    fn workload(
+        &self,
+        spec: &TrialSpec,
+        attach: Option<perflab_workloads::AttachHook>,
+    ) -> Result<Measurement, WorkloadError> {
         let ctx = TrialContext {
             cpus: spec.cpu_set()?,
             timeout: spec.timeout(),
             interrupted: self.interrupted.clone(),
             run_dir: self.run_dir.clone(),
+            attach,
         };
         self.factory.build(spec)?.run(&ctx)
     }
@@ -218,6 +226,7 @@ impl Runner<'_> {
                 self.interrupted.clone()
             },
             run_dir: self.run_dir.clone(),
+            attach: None,
         };
         // What the hook leaves behind is killed — but never the service under test, which
         // is perflab's child too (a `prepare` between its start and the workload).
