@@ -24,7 +24,8 @@
 //! [`function_evidence`] gives the why block one [`Evidence`] per tested function: its
 //! *self* time per operation (the leaf frame), so that extra work in one function is
 //! not also reported for each of its callers; the flame graph ([`DiffProfile`]) works
-//! on inclusive time per frame path.
+//! on inclusive time per frame path, from the first frame under the process name (the
+//! folded stacks' root, left out so that a renamed program is the same code).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -116,10 +117,13 @@ impl TrialStacks {
         out
     }
 
-    /// Each frame path's inclusive time per operation (every prefix of every stack).
+    /// Each frame path's inclusive time per operation (every prefix of every stack),
+    /// the process name left out: the same code in a program renamed between the
+    /// configs (`prog-a`, `prog-b`) is the same path.
     pub fn frames_per_op(&self) -> BTreeMap<Vec<String>, f64> {
         let mut out: BTreeMap<Vec<String>, f64> = BTreeMap::new();
         for (frames, n) in &self.stacks {
+            let frames = &frames[1.min(frames.len())..];
             for depth in 1..=frames.len() {
                 *out.entry(frames[..depth].to_vec()).or_default() += *n as f64 * self.per_sample();
             }

@@ -56,6 +56,9 @@ pub struct ReportData {
     /// What the comparison is against, in words (`config level=1`, `run 3`).
     pub compare_title: Option<String>,
     pub comparisons: Vec<CompareRow>,
+    /// The ordinal of the config the run's other configs are compared with (None: a
+    /// comparison with another run, or none).
+    pub baseline: Option<u32>,
     /// The doctor findings of each trial that has a `doctor.json`, in execution order.
     pub doctor: Vec<TrialFindings>,
     /// One row per http threshold over the trials that stored verdicts.
@@ -72,6 +75,7 @@ impl ReportData {
             confidence: opts.confidence,
             ..CompareOptions::default()
         };
+        let mut baseline = None;
         let (compare_title, comparisons) = match (opts.compare_run, &opts.baseline) {
             (Some(other), _) => {
                 let o = store.export_run(other)?;
@@ -82,11 +86,14 @@ impl ReportData {
                     compare::across_runs((&os, &ol), (&samples, &configs), &cmp),
                 )
             }
-            (None, baseline) => match pick_baseline(&samples, baseline.as_deref(), id)? {
-                Some(b) => (
-                    Some(format!("config {} as baseline", configs[b].label)),
-                    compare::within_run(&samples, &configs, b, &cmp),
-                ),
+            (None, given) => match pick_baseline(&samples, given.as_deref(), id)? {
+                Some(b) => {
+                    baseline = Some(configs[b].ordinal);
+                    (
+                        Some(format!("config {} as baseline", configs[b].label)),
+                        compare::within_run(&samples, &configs, b, &cmp),
+                    )
+                }
                 None => (None, Vec::new()),
             },
         };
@@ -100,6 +107,7 @@ impl ReportData {
             confidence: opts.confidence,
             compare_title,
             comparisons,
+            baseline,
             doctor,
             thresholds,
         })

@@ -5,6 +5,7 @@
 //! measuring command ends with: each config against the baseline
 //! ([`print_against_baseline`]).
 
+pub mod diffflame;
 pub mod table;
 
 use perflab_analysis::compare::{against_baseline, Baseline, BaselineComparison};
