@@ -152,6 +152,16 @@ fn a_planted_cost_is_coloured_red_and_nothing_unrelated() {
         assert!(!more.iter().chain(&less).any(steady));
         assert!(less.is_empty(), "{args:?}: less {less:?}");
     }
+    // The HTML report draws it too, inline (its titles show on hover).
+    let html = lab.path("r.html");
+    let out = lab.run(&["report", "1", "--html", html.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let html = std::fs::read_to_string(html).unwrap();
+    assert!(html.contains("<h2>Differential flame graph</h2>"), "{html}");
+    assert!(
+        html.contains("<g class=\"more\" data-frame=\"planted\""),
+        "planted is not red in the report"
+    );
 }
 
 #[test]
