@@ -106,11 +106,12 @@ impl TrialStacks {
         }
     }
 
-    /// Each function's self time per operation (the leaf frames).
+    /// Each function's self time per operation (the leaf frames; a stack of the
+    /// process name alone has no function).
     pub fn self_per_op(&self) -> BTreeMap<String, f64> {
         let mut out: BTreeMap<String, f64> = BTreeMap::new();
         for (frames, n) in &self.stacks {
-            if let Some(leaf) = frames.last() {
+            if let Some(leaf) = frames.last().filter(|_| frames.len() > 1) {
                 *out.entry(leaf.clone()).or_default() += *n as f64 * self.per_sample();
             }
         }

@@ -30,9 +30,11 @@ fn samples_become_cpu_time_per_operation_self_and_inclusive() {
     assert_eq!(inc[&path(&["main"])], 30.0);
     assert_eq!(inc[&path(&["main", "work"])], 15.0);
     assert_eq!(t.total_per_op(), 30.0);
-    // Without a frequency: samples per operation.
-    let t = TrialStacks::parse("app;main 10\n", None, 4.0);
+    // Without a frequency: samples per operation; a stack of the process name alone
+    // has no function.
+    let t = TrialStacks::parse("app;main 10\napp 3\n", None, 4.0);
     assert_eq!(t.self_per_op()["main"], 2.5);
+    assert!(!t.self_per_op().contains_key("app"));
 }
 
 #[test]
