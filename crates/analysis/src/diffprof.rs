@@ -19,7 +19,8 @@
 //! significant and would only weaken a multiple-comparison control. A function (or a
 //! frame path) is *tested* when its mean time is at least [`MIN_SHARE`] of its side's
 //! mean total on either side; the rest are drawn but never coloured. Frames are judged
-//! after Holm's adjustment over the tested ones ([`DiffProfile::judge`]).
+//! after Holm's adjustment over the tested ones ([`DiffProfile::judge`]), frames with
+//! the very same per-trial values (a frame and its only callee) counted once.
 //!
 //! [`function_evidence`] gives the why block one [`Evidence`] per tested function: its
 //! *self* time per operation (the leaf frame), so that extra work in one function is
@@ -354,21 +355,35 @@ impl DiffProfile {
             return None;
         }
         let rows = sides(base, cand, TrialStacks::frames_per_op);
-        let mut frames: Vec<FrameDiff> = rows
-            .into_iter()
-            .filter_map(|(path, b, c, tested)| {
-                Some(FrameDiff {
+        let mut values = Vec::with_capacity(rows.len());
+        let mut frames: Vec<FrameDiff> = Vec::with_capacity(rows.len());
+        for (path, b, c, tested) in rows {
+            if let Some(change) = change(&b, &c) {
+                frames.push(FrameDiff {
                     path,
-                    change: change(&b, &c)?,
+                    change,
                     tested,
                     adjusted_p: 1.0,
-                })
-            })
-            .collect();
-        let tested: Vec<usize> = (0..frames.len()).filter(|&i| frames[i].tested).collect();
-        let p: Vec<f64> = tested.iter().map(|&i| frames[i].change.p).collect();
-        for (&i, q) in tested.iter().zip(holm(&p)) {
-            frames[i].adjusted_p = q;
+                });
+                values.push((b, c));
+            }
+        }
+        // A frame whose time is all in its one callee has the same values as it: one
+        // test, counted once in the family (a kernel entry path of five frames is not
+        // five reasons), its adjusted p given to each.
+        let mut tests: BTreeMap<(Vec<u64>, Vec<u64>), Vec<usize>> = BTreeMap::new();
+        for (i, (b, c)) in values.iter().enumerate() {
+            if frames[i].tested {
+                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<u64>>();
+                tests.entry((bits(b), bits(c))).or_default().push(i);
+            }
+        }
+        let groups: Vec<Vec<usize>> = tests.into_values().collect();
+        let p: Vec<f64> = groups.iter().map(|g| frames[g[0]].change.p).collect();
+        for (g, q) in groups.iter().zip(holm(&p)) {
+            for &i in g {
+                frames[i].adjusted_p = q;
+            }
         }
         let unit = if unit(base) == "ms/op" && unit(cand) == "ms/op" {
             "ms/op"

@@ -28,8 +28,8 @@ __attribute__((noinline)) void planted(unsigned long n) {
     sink += x;
 }
 int main(void) {
-    steady(80000000UL);
-    planted(EXTRA ? 352000000UL : 320000000UL);
+    steady(160000000UL);
+    planted(EXTRA ? 704000000UL : 640000000UL);
     return 0;
 }
 "#;

@@ -187,3 +187,35 @@ fn exported_trials_give_their_frequency_and_operations() {
     };
     assert!(TrialStacks::of(&failed).is_none());
 }
+
+#[test]
+fn a_frame_and_its_only_callee_are_one_test_in_the_family() {
+    // `entry;irq;handler` is one chain: the same values thrice, one test. With 4
+    // distinct tests (main, work, other, entry-chain) Holm multiplies the smallest p
+    // by 4, not 6.
+    let t = |w: u64, k: u64| {
+        TrialStacks::parse(
+            &format!("app;main;work {w}\napp;main;other 300\napp;entry;irq;handler {k}\n"),
+            Some(1000.0),
+            1.0,
+        )
+    };
+    let base = vec![t(300, 20), t(302, 22), t(298, 21), t(301, 20)];
+    let cand = vec![t(330, 20), t(333, 22), t(329, 21), t(331, 21)];
+    let d = DiffProfile::from_stacks(&base, &cand).unwrap();
+    let get = |name: &str| {
+        d.frames
+            .iter()
+            .find(|f| f.path.last().unwrap() == name)
+            .unwrap()
+    };
+    let (work, main) = (get("work"), get("main"));
+    assert_eq!(get("entry").adjusted_p, get("handler").adjusted_p);
+    let smallest = work.change.p.min(main.change.p);
+    let first = if work.change.p <= main.change.p {
+        work
+    } else {
+        main
+    };
+    assert!((first.adjusted_p - 4.0 * smallest).abs() < 1e-12, "{d:?}");
+}
