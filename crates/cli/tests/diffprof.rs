@@ -34,6 +34,10 @@ int main(void) {
 }
 "#;
 
+/// The two tests take turns: each is the other's load, and a 10 % effect is measured
+/// against the CPU time's spread on the machine.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Builds the two variants into the lab (before any trial: not inside a timeout);
 /// false (and the test skips or fails under `PERFLAB_REQUIRE`) without gcc or perf.
 fn build(lab: &Lab) -> bool {
@@ -119,6 +123,7 @@ fn coloured(lab: &Lab, args: &[&str], file: &Path) -> (BTreeSet<String>, BTreeSe
 
 #[test]
 fn a_planted_cost_is_coloured_red_and_nothing_unrelated() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let lab = Lab::new();
     if !build(&lab) {
         return;
@@ -131,9 +136,13 @@ fn a_planted_cost_is_coloured_red_and_nothing_unrelated() {
     ] {
         let (more, less) = coloured(&lab, &args, &lab.path("diff.svg"));
         let planted = |p: &String| p.split(';').any(|f| f == "planted");
+        let svg = std::fs::read_to_string(lab.path("diff.svg")).unwrap();
+        let title = svg
+            .find("<title>planted")
+            .map(|i| &svg[i..i + svg[i..].find("</title>").unwrap()]);
         assert!(
             more.iter().any(planted),
-            "{args:?}: more {more:?}, less {less:?}"
+            "{args:?}: more {more:?}, less {less:?}; {title:?}"
         );
         // Only `planted`, the frames that hold it (main, the C start-up) and those it
         // holds (a timer interrupt while it ran): `steady` did the same work, and its
@@ -166,6 +175,7 @@ fn a_planted_cost_is_coloured_red_and_nothing_unrelated() {
 
 #[test]
 fn a_config_against_itself_colours_nothing() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let lab = Lab::new();
     if !build(&lab) {
         return;
