@@ -1,5 +1,8 @@
 //! The `command` workload: run a program (with or without a shell), measure its whole
 //! process tree, and pull named metrics out of its output.
+//!
+//! With an attach hook in the trial's context (`[profile] target = "workload"`), the
+//! root is started held before its `exec` while the hook sees its pid (crate::hold).
 
 use std::collections::HashSet;
 use std::io::Read;

@@ -21,7 +21,8 @@
 //! rusage, which already includes everything *they* reaped) and samples the resident
 //! set of the live tree from `/proc` every few milliseconds. Only specific pids are ever
 //! waited for, so other children of the process (services, `Command::output`) are not
-//! disturbed.
+//! disturbed; a child of this process in this process's own group (`perf record` of a
+//! `[profile]`) is never taken for an orphan of the tree ([`tree_of`]).
 
 use std::collections::{HashMap, HashSet};
 use std::fs;

@@ -1,7 +1,9 @@
 //! The trial's service, monitor and profile, wherever they run. A [`Service`] is local
 //! (a [`RunningService`], this process's child) or remote (started by a [`Site`]
 //! session on an inventory host: `[service] host = "b"`); a [`Monitoring`] and a
-//! [`Profiling`] likewise (`[monitor] host`, `[profile] host`). The runner
+//! [`Profiling`] likewise (`[monitor] host`, `[profile] host`); a profile of the
+//! workload (`target = "workload"`) is started by the workload itself, through the
+//! attach hook it is given, on the process it starts for the trial. The runner
 //! keeps one session per host for the whole run, opened the first time a host is
 //! needed and dropped when it fails (the next trial opens a new one) or the run ends —
 //! and the host stops what the session started when it goes.
