@@ -121,6 +121,7 @@ fn run_trial(
             timeout: spec.timeout(),
             interrupted,
             run_dir: run_dir.clone(),
+            attach: None,
         };
         factory.build(spec)?.run(&ctx)
     })();

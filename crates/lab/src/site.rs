@@ -288,6 +288,10 @@ pub struct ProfileResult {
     pub top: Vec<(String, f64)>,
     /// The process profiled, as its host sees it (None: every CPU).
     pub pid: Option<i32>,
+    /// perf's sampling frequency (samples per CPU-second): a sample's CPU time, which
+    /// the differential profile needs. 0: not known (an older worker's answer).
+    #[serde(default)]
+    pub frequency: u32,
 }
 
 impl ProfileResult {
@@ -302,6 +306,7 @@ impl ProfileResult {
                 .and_then(|svg| String::from_utf8(svg).ok()),
             top: p.top_functions(top),
             pid,
+            frequency: p.frequency.unwrap_or(0),
         }
     }
 }
@@ -358,16 +363,35 @@ pub fn start_profile_here(
     profile(cfg, service, dir, CommandOutput::Stderr)
 }
 
+/// Starts a trial's profile of its own process tree here (`target = "workload"`):
+/// perf on `root`, the process the workload started and holds before its `exec`
+/// ([`perflab_workloads::TrialContext::attach`]), following every process it starts.
+pub fn start_profile_of_workload(
+    cfg: &ProfileAttachment,
+    root: i32,
+    dir: PathBuf,
+) -> Result<ProfileRun, HereError> {
+    record(cfg, Some(root), dir, CommandOutput::Inherit)
+}
+
 fn profile(
     cfg: &ProfileAttachment,
     service: Option<i32>,
     dir: PathBuf,
     command_output: CommandOutput,
 ) -> Result<ProfileRun, HereError> {
-    let (target, pid) = match (service, cfg.service) {
-        (Some(pid), true) => (Target::Pid(pid), Some(pid)),
-        _ => (Target::System, None),
-    };
+    let pid = service.filter(|_| cfg.service);
+    record(cfg, pid, dir, command_output)
+}
+
+/// perf on `pid` and what it starts, else on every CPU.
+fn record(
+    cfg: &ProfileAttachment,
+    pid: Option<i32>,
+    dir: PathBuf,
+    command_output: CommandOutput,
+) -> Result<ProfileRun, HereError> {
+    let target = pid.map_or(Target::System, Target::Pid);
     let spec = ProfileSpec {
         target,
         frequency: cfg.frequency,

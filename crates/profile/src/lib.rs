@@ -26,6 +26,7 @@
 
 pub mod annotate;
 pub mod callgraph;
+pub mod control;
 pub mod error;
 pub mod flame;
 pub mod perf;

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::control::Control;
 use crate::error::{ProfileError, Result};
 use crate::perf;
 use crate::profile::Profile;
@@ -108,6 +109,8 @@ pub struct Running {
     is_command: bool,
     frequency: u32,
     started: Instant,
+    /// perf's control channel, open while it records (None: a command perf starts).
+    _control: Option<Control>,
 }
 
 impl Profiler {
@@ -122,6 +125,16 @@ impl Profiler {
         let data = output_dir(spec)?.join("perf.data");
         let mut cmd = Command::new(&perf);
         cmd.arg("record").args(&args).arg("-o").arg(&data);
+        // A command perf starts itself is enabled at its exec; a process or the system
+        // is recorded from the moment perf acknowledges (see `control`).
+        let control = match spec.target {
+            Target::Command(_) => None,
+            _ => Some(Control::new()?),
+        };
+        if let Some(c) = &control {
+            cmd.args(c.args());
+            c.pass_to(&mut cmd);
+        }
         let mut deadline = None;
         match (&spec.target, spec.duration) {
             (Target::Command(argv), d) => {
@@ -151,7 +164,7 @@ impl Profiler {
         let child = cmd
             .spawn()
             .map_err(|e| ProfileError::io(format!("cannot start {}", perf.display()), e))?;
-        Ok(Running {
+        let mut running = Running {
             child,
             perf,
             data,
@@ -161,7 +174,14 @@ impl Profiler {
             is_command: matches!(spec.target, Target::Command(_)),
             frequency: spec.frequency,
             started: Instant::now(),
-        })
+            _control: None,
+        };
+        if let Some(mut c) = control {
+            // Not recording: dropping `running` kills perf.
+            c.enable(&mut running.child)?;
+            running._control = Some(c);
+        }
+        Ok(running)
     }
 }
 

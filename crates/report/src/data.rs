@@ -60,6 +60,9 @@ pub struct ReportData {
     pub comparisons: Vec<CompareRow>,
     /// The why block of each comparison (`crate::why`).
     pub whys: Vec<WhyRow>,
+    /// The ordinal of the config the run's other configs are compared with (None: a
+    /// comparison with another run, or none).
+    pub baseline: Option<u32>,
     /// The doctor findings of each trial that has a `doctor.json`, in execution order.
     pub doctor: Vec<TrialFindings>,
     /// One row per http threshold over the trials that stored verdicts.
@@ -77,6 +80,7 @@ impl ReportData {
             ..CompareOptions::default()
         };
         let level = opts.confidence;
+        let mut baseline = None;
         let (compare_title, comparisons, whys) = match (opts.compare_run, &opts.baseline) {
             (Some(other), _) => {
                 let o = store.export_run(other)?;
@@ -88,12 +92,15 @@ impl ReportData {
                     why_rows::across_runs((&o, &ol), (&export, &configs), level),
                 )
             }
-            (None, baseline) => match pick_baseline(&samples, baseline.as_deref(), id)? {
-                Some(b) => (
-                    Some(format!("config {} as baseline", configs[b].label)),
-                    compare::within_run(&samples, &configs, b, &cmp),
-                    why_rows::within_run(&export, &configs, samples[b].ordinal, level),
-                ),
+            (None, given) => match pick_baseline(&samples, given.as_deref(), id)? {
+                Some(b) => {
+                    baseline = Some(configs[b].ordinal);
+                    (
+                        Some(format!("config {} as baseline", configs[b].label)),
+                        compare::within_run(&samples, &configs, b, &cmp),
+                        why_rows::within_run(&export, &configs, samples[b].ordinal, level),
+                    )
+                }
                 None => (None, Vec::new(), Vec::new()),
             },
         };
@@ -108,6 +115,7 @@ impl ReportData {
             compare_title,
             comparisons,
             whys,
+            baseline,
             doctor,
             thresholds,
         })

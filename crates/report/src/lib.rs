@@ -17,6 +17,7 @@ pub mod agents;
 pub mod chart;
 pub mod compare;
 pub mod data;
+pub mod diffflame;
 pub mod doctor;
 pub mod format;
 pub mod html;

@@ -5,6 +5,10 @@
 //! them on itself as the last step before `exec` (`prepare_child`), so they follow
 //! everything it forks and nothing of perflab's set-up is counted; they are read once
 //! the tree has ended (perflab_telemetry's `perfcount` holds the how and why).
+//!
+//! With an attach hook in the trial's context (`[profile] target = "workload"`), the
+//! root is started held before its `exec` while the hook sees its pid (crate::hold);
+//! the counters are opened after the hold, so the wait is not counted.
 
 use std::collections::HashSet;
 use std::io::Read;
@@ -17,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use perflab_telemetry::perfcount::{Armed, ChildSide, Event, Reading};
 
+use crate::hold::{hold_raw, HeldFds, Hold};
 use crate::metrics::MetricSpec;
 use crate::tree::{self, TreeGroup};
 use crate::{ArtifactData, Measurement, MetricValue, TrialContext, Workload, WorkloadError};
@@ -155,15 +160,27 @@ pub fn run_tree_counted(
     // leaves it out, so a 100 ms command does not read as 108 ms, give or take a tick.
     let join_cost = JoinCost::new();
     let side = armed.as_ref().map(Armed::child_side);
-    prepare_child(&mut cmd, &group, ctx, &join_cost, side);
     let program = cmd.get_program().to_string_lossy().into_owned();
-    let start = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| WorkloadError::Setup(format!("cannot start {program:?}: {e}")))?;
+    let cannot = |e: std::io::Error| WorkloadError::Setup(format!("cannot start {program:?}: {e}"));
+    // With an attach hook, the root is held before its exec while the hook runs, and
+    // its wall time starts when it is let go (the join is before that).
+    let hold = match &ctx.attach {
+        Some(hook) => Some((Hold::new().map_err(cannot)?, hook)),
+        None => None,
+    };
+    let held = hold.as_ref().map(|h| h.0.child_fds());
+    prepare_child(&mut cmd, &group, ctx, &join_cost, held, side);
+    let (mut child, start) = match hold {
+        Some((hold, hook)) => hold.spawn(cmd, hook).map_err(cannot)?,
+        None => {
+            let start = Instant::now();
+            (cmd.spawn().map_err(cannot)?, start)
+        }
+    };
     let counting = armed.map(Armed::collect);
     let root = child.id() as i32;
     let join_s = join_cost.read_s();
+    let join_s = if ctx.attach.is_some() { 0.0 } else { join_s };
     let out_reader = reader(child.stdout.take());
     let err_reader = reader(child.stderr.take());
     let waited = wait_in_thread(root);
@@ -210,12 +227,14 @@ pub fn run_tree_counted(
 }
 
 /// Pipes the output and, in the child before `exec`, gives it its own process group,
-/// joins the measured group (timing the join), pins it and, last, opens its counters.
+/// joins the measured group (timing the join), pins it, waits while it is held and,
+/// last, opens its counters.
 fn prepare_child(
     cmd: &mut Command,
     group: &TreeGroup,
     ctx: &TrialContext,
     join_cost: &JoinCost,
+    held: Option<HeldFds>,
     counters: Option<ChildSide>,
 ) {
     let fds = group.join_fds();
@@ -225,7 +244,8 @@ fn prepare_child(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     // SAFETY: the closure only calls async-signal-safe functions (setpgid, write,
-    // getpid, clock_gettime, sched_setaffinity, perf_event_open, sendmsg) on data
+    // getpid, clock_gettime, sched_setaffinity; close and read while held;
+    // perf_event_open, sendmsg) on data
     // prepared before fork.
     unsafe {
         cmd.pre_exec(move || {
@@ -239,6 +259,9 @@ fn prepare_child(
             }
             if let Some(set) = &cpus {
                 crate::cpuset::pin_raw(set)?;
+            }
+            if let Some(fds) = &held {
+                hold_raw(fds)?;
             }
             // Last: the counters start at exec, whatever came before.
             if let Some(c) = &counters {

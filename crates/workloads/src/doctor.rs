@@ -407,6 +407,7 @@ mod tests {
             timeout: None,
             interrupted: Default::default(),
             run_dir: std::env::temp_dir(),
+            attach: None,
         };
         let m = s.run(&ctx).unwrap();
         let d = diagnosis_in(&m).expect("a doctor.json");

@@ -17,6 +17,7 @@ pub mod cpuset;
 pub mod crypto;
 pub mod disk;
 pub mod doctor;
+mod hold;
 pub mod http;
 pub mod mem;
 pub mod metrics;
@@ -46,6 +47,21 @@ pub struct TrialContext {
     pub interrupted: Arc<AtomicBool>,
     /// Scratch directory of the run.
     pub run_dir: PathBuf,
+    /// Called with the pid of the process the workload starts for the trial, after
+    /// it is started and before it runs (`exec`): `[profile] target = "workload"`
+    /// attaches perf there. None: nothing to attach.
+    pub attach: Option<AttachHook>,
+}
+
+/// What [`TrialContext::attach`] calls: with the pid of the trial's root process,
+/// held before its `exec` until the hook returns (crate lab's workload profile).
+#[derive(Clone)]
+pub struct AttachHook(pub Arc<dyn Fn(i32) + Send + Sync>);
+
+impl std::fmt::Debug for AttachHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AttachHook")
+    }
 }
 
 impl TrialContext {

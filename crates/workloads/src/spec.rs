@@ -333,6 +333,10 @@ pub struct ProfileAttachment {
     pub top: usize,
     /// Profile the service's process rather than the whole system.
     pub service: bool,
+    /// Profile the workload's own process tree (`target = "workload"`): perf attaches
+    /// to the command the trial starts before it runs ([`crate::AttachHook`]).
+    #[serde(default)]
+    pub workload: bool,
 }
 
 /// One trial, as data.

@@ -516,6 +516,7 @@ mod tests {
             timeout: None,
             interrupted: Default::default(),
             run_dir: dir,
+            attach: None,
         };
         let m = SuiteSpec {
             item: "crypto.sha256".into(),

@@ -21,7 +21,8 @@
 //! rusage, which already includes everything *they* reaped) and samples the resident
 //! set of the live tree from `/proc` every few milliseconds. Only specific pids are ever
 //! waited for, so other children of the process (services, `Command::output`) are not
-//! disturbed.
+//! disturbed; a child of this process in this process's own group (`perf record` of a
+//! `[profile]`) is never taken for an orphan of the tree ([`tree_of`]).
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -390,6 +391,9 @@ pub fn join_raw(fds: &[i32]) -> std::io::Result<()> {
 pub struct ProcInfo {
     pub pid: i32,
     pub ppid: i32,
+    /// Process group: a process this one started for itself (perf, a helper) stays in
+    /// its group; the measured tree has a group of its own (see [`tree_of`]).
+    pub pgid: i32,
     pub zombie: bool,
     pub rss_bytes: u64,
 }
@@ -421,6 +425,7 @@ pub fn all_processes() -> Vec<ProcInfo> {
         out.push(ProcInfo {
             pid,
             ppid: f[1].parse().unwrap_or(0),
+            pgid: f[2].parse().unwrap_or(0),
             zombie: f[0] == "Z",
             rss_bytes: rss_pages * page,
         });
@@ -440,15 +445,24 @@ fn page_size() -> u64 {
 
 /// The pids of the tree rooted at `root`, plus descendants of orphans re-parented to
 /// `me` that are not in `exclude` (other children of this process, e.g. services).
+///
+/// A child of `me` in `me`'s own process group is never an orphan of the tree: the
+/// root starts a group of its own (`setpgid` before `exec`) which its descendants
+/// inherit, while what this process starts for itself — `perf record` of a
+/// `[profile]`, a helper command — stays in this process's group. Taking such a child
+/// for a leftover of the tree made the trial wait for a perf that runs until the trial
+/// ends, and reap it, so perf's owner lost it ("cannot wait for perf: No child
+/// processes").
 pub fn tree_of(procs: &[ProcInfo], root: i32, me: i32, exclude: &HashSet<i32>) -> Vec<ProcInfo> {
     let mut children: HashMap<i32, Vec<usize>> = HashMap::new();
     for (i, p) in procs.iter().enumerate() {
         children.entry(p.ppid).or_default().push(i);
     }
+    let my_group = procs.iter().find(|p| p.pid == me).map(|p| p.pgid);
     let mut out = Vec::new();
     let mut stack = vec![root];
     for p in procs {
-        if p.ppid == me && p.pid != root && !exclude.contains(&p.pid) {
+        if p.ppid == me && p.pid != root && !exclude.contains(&p.pid) && Some(p.pgid) != my_group {
             stack.push(p.pid);
         }
     }
@@ -485,4 +499,40 @@ pub fn try_reap(pid: i32) -> Option<(libc::c_int, f64, f64, u64)> {
 pub fn rusage_parts(ru: &libc::rusage) -> (f64, f64, u64) {
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     (tv(ru.ru_utime), tv(ru.ru_stime), ru.ru_maxrss as u64 * 1024)
+}
+
+#[cfg(test)]
+mod tree_of_tests {
+    use super::*;
+
+    fn p(pid: i32, ppid: i32, pgid: i32) -> ProcInfo {
+        ProcInfo {
+            pid,
+            ppid,
+            pgid,
+            zombie: false,
+            rss_bytes: 0,
+        }
+    }
+
+    #[test]
+    fn a_child_in_our_own_group_is_not_an_orphan_of_the_tree() {
+        // me = 10 (group 10); root 20 (its own group); 30 = perf, our child in our
+        // group; 40 = an orphan of the tree re-parented to us (group 20); 50 = a
+        // daemon of the tree that started its own session (group 50).
+        let procs = [
+            p(10, 1, 10),
+            p(20, 10, 20),
+            p(21, 20, 20),
+            p(30, 10, 10),
+            p(40, 10, 20),
+            p(50, 10, 50),
+        ];
+        let mut pids: Vec<i32> = tree_of(&procs, 20, 10, &HashSet::new())
+            .iter()
+            .map(|p| p.pid)
+            .collect();
+        pids.sort();
+        assert_eq!(pids, [20, 21, 40, 50]);
+    }
 }

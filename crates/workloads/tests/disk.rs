@@ -410,6 +410,7 @@ fn a_full_file_system_gives_a_flagged_partial_result_and_no_file() {
             timeout: None,
             interrupted: Default::default(),
             run_dir: dir.path().to_path_buf(),
+            attach: None,
         };
         match s.run(&ctx) {
             Err(WorkloadError::Failed { message, partial }) => {
@@ -434,6 +435,7 @@ fn as_a_workload_it_measures_metrics_and_a_latency_histogram() {
         timeout: None,
         interrupted: Default::default(),
         run_dir: dir.path().to_path_buf(),
+        attach: None,
     };
     let m = s.run(&ctx).expect("measurement");
     let names: Vec<&str> = m.metrics.iter().map(|m| m.name.as_str()).collect();

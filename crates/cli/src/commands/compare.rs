@@ -24,6 +24,7 @@ use perflab_analysis::CompareOptions;
 use perflab_store::Store;
 use serde_json::json;
 
+use crate::compare::diffflame::{self, DiffSide};
 use crate::compare::table;
 use crate::compare::why::{self, Exports};
 use crate::exit::{self, InvalidInput};
@@ -108,6 +109,16 @@ pub struct CompareArgs {
     /// How the why block adjusts its p-values over everything checked.
     #[arg(long, value_enum, default_value = "holm")]
     why_adjust: why::AdjustArg,
+    /// Write the differential flame graph of the two sides' profiled trials (CPU time
+    /// per operation, each frame's change with its CI) to FILE.svg; with --baseline
+    /// and several candidates, FILE-N.svg for config N.
+    #[arg(long, value_name = "FILE.svg", conflicts_with = "interaction")]
+    flamegraph_diff: Option<std::path::PathBuf>,
+
+    /// Level below which a frame's Holm-adjusted p colours it in the differential
+    /// flame graph.
+    #[arg(long, value_name = "ALPHA", default_value_t = 0.05, value_parser = parse_alpha)]
+    flamegraph_alpha: f64,
 }
 
 fn parse_alpha(s: &str) -> Result<f64, String> {
@@ -205,6 +216,17 @@ fn two_sides(
         (y.run, yc.ordinal),
         &why_options(a),
     )?;
+    if let Some(path) = &a.flamegraph_diff {
+        let (bl, cl) = (base.label(), cand.label());
+        let side = |run, config, label| DiffSide { run, config, label };
+        diffflame::write(
+            store,
+            &side(x.run, xc.ordinal, &bl),
+            &side(y.run, yc.ordinal, &cl),
+            path,
+            a.flamegraph_alpha,
+        )?;
+    }
     if a.json {
         let mut comparisons = report.comparisons_json();
         let mut doc = json!({
@@ -262,6 +284,27 @@ fn against_one(
     let mut all = vec![&base];
     all.extend(cands.iter());
     check_metric_names(&a.metrics, all)?;
+    if let Some(path) = &a.flamegraph_diff {
+        let bl = base.label();
+        for (c, side) in cand_cfgs.iter().zip(&cands) {
+            let cl = side.label();
+            diffflame::write(
+                store,
+                &DiffSide {
+                    run: spec.run,
+                    config: base_cfg.ordinal,
+                    label: &bl,
+                },
+                &DiffSide {
+                    run: spec.run,
+                    config: c.ordinal,
+                    label: &cl,
+                },
+                &diffflame::nth_path(path, c.ordinal, cands.len()),
+                a.flamegraph_alpha,
+            )?;
+        }
+    }
     let reports: Vec<(String, PairReport)> = cands
         .iter()
         .map(|c| {

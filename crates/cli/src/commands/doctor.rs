@@ -181,6 +181,7 @@ fn unrecorded(
         timeout: None,
         interrupted: stop,
         run_dir: std::env::temp_dir(),
+        attach: None,
     };
     let m = match spec.run(&ctx) {
         Ok(m) => m,

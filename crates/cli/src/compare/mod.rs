@@ -5,6 +5,7 @@
 //! measuring command ends with: each config against the baseline
 //! ([`print_against_baseline`]), with the why block under each comparison ([`why`]).
 
+pub mod diffflame;
 pub mod table;
 pub mod why;
 

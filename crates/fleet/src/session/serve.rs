@@ -320,6 +320,7 @@ mod tests {
             call_graph: false,
             top: 3,
             service: true,
+            workload: false,
         })
     }
 
@@ -343,10 +344,31 @@ mod tests {
         std::sync::mpsc::Sender<Request>,
         std::thread::JoinHandle<Vec<u8>>,
     ) {
-        struct Pipe(std::sync::mpsc::Receiver<Request>, Vec<u8>);
+        let (tx, thread, _) = session_asking(first, scratch);
+        (tx, thread)
+    }
+
+    /// [`session`], and how many times the session has asked for a request: it asks
+    /// for the next one once it has answered the last.
+    fn session_asking(
+        first: Request,
+        scratch: &Path,
+    ) -> (
+        std::sync::mpsc::Sender<Request>,
+        std::thread::JoinHandle<Vec<u8>>,
+        std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    ) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+        struct Pipe(
+            std::sync::mpsc::Receiver<Request>,
+            Vec<u8>,
+            Arc<AtomicUsize>,
+        );
         impl std::io::Read for Pipe {
             fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
                 if self.1.is_empty() {
+                    self.2.fetch_add(1, Ordering::SeqCst);
                     match self.0.recv() {
                         Ok(r) => self.1 = (serde_json::to_string(&r).unwrap() + "\n").into(),
                         Err(_) => return Ok(0),
@@ -360,13 +382,14 @@ mod tests {
         }
         let (tx, rx) = std::sync::mpsc::channel();
         let scratch = scratch.to_path_buf();
+        let asked = Arc::new(AtomicUsize::new(0));
+        let pipe = Pipe(rx, Vec::new(), asked.clone());
         let thread = std::thread::spawn(move || {
             let mut out = Vec::new();
-            let input = std::io::BufReader::new(Pipe(rx, Vec::new()));
-            serve(first, input, &mut out, &scratch);
+            serve(first, std::io::BufReader::new(pipe), &mut out, &scratch);
             out
         });
-        (tx, thread)
+        (tx, thread, asked)
     }
 
     #[test]
@@ -377,10 +400,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         // A service that spins (the test runs as cargo's child, never as `sh`).
         let first = Request::Service(service("sh -c 'echo ready; while :; do :; done'"));
-        let (tx, session) = session(first, dir.path());
+        let (tx, session, asked) = session_asking(first, dir.path());
         tx.send(profile()).unwrap();
         let t = std::time::Instant::now();
-        while perfs_in(dir.path()).is_empty() {
+        // perf runs, and the session has answered the profile request (it asks for the
+        // next): perf acknowledged that it records. Its process alone shows before
+        // that, while perf still starts.
+        while perfs_in(dir.path()).is_empty() || asked.load(std::sync::atomic::Ordering::SeqCst) < 2
+        {
             assert!(t.elapsed().as_secs() < 20, "perf never started");
             std::thread::sleep(std::time::Duration::from_millis(20));
         }

@@ -201,6 +201,15 @@ mod tests {
     }
 
     #[test]
+    fn target_workload_is_read_and_refuses_a_host() {
+        let e = parse(None, "target = \"workload\"\n").unwrap();
+        let p = e.profile.unwrap();
+        assert!(p.workload && !p.service);
+        let err = parse(None, "host = \"b\"\ntarget = \"workload\"\n").unwrap_err();
+        assert!(err.contains("leave [profile] host out"), "{err}");
+    }
+
+    #[test]
     fn a_profile_is_taken_where_the_service_runs() {
         // On the service's host, of its process, or system-wide anywhere.
         let e = parse(Some("host = \"b\"\n"), "host = \"b\"\n").unwrap();

@@ -78,6 +78,9 @@ pub struct ProfileConfig {
     pub host: Option<HostRef>,
     /// Profile the service under test (else the whole system).
     pub service: bool,
+    /// `target = "workload"`: profile the trial's own process tree (a command's),
+    /// recorded from before it runs (else the whole system, or the service).
+    pub workload: bool,
     /// Which repetitions of each config (empty: all).
     pub repetitions: Vec<u32>,
     pub frequency: u32,

@@ -8,9 +8,20 @@ pub(super) fn profile(
     p: RawProfile,
     has_service: bool,
 ) -> Result<ProfileConfig, FileError> {
+    let mut workload = false;
     let service = match &p.target {
         None => has_service,
         Some(t) => match t.get_ref().as_str() {
+            "workload" if p.host.is_some() => {
+                return Err(loc.at(
+                    t.span().start,
+                    "profile.target = \"workload\" profiles the trial's own processes, which run here: leave [profile] host out",
+                ))
+            }
+            "workload" => {
+                workload = true;
+                false
+            }
             "service" if has_service => true,
             "service" => {
                 return Err(loc.at(
@@ -22,7 +33,7 @@ pub(super) fn profile(
             other => {
                 return Err(loc.at(
                     t.span().start,
-                    format!("unknown profile.target {other:?}: expected \"service\" or \"system\""),
+                    format!("unknown profile.target {other:?}: expected \"service\", \"system\" or \"workload\""),
                 ))
             }
         },
@@ -66,6 +77,7 @@ pub(super) fn profile(
     Ok(ProfileConfig {
         host: super::hosts::host_of(loc, &p.host, "profile")?,
         service,
+        workload,
         repetitions,
         frequency,
         call_graph: p.call_graph.unwrap_or(true),

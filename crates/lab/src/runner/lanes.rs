@@ -144,6 +144,7 @@ impl Runner<'_> {
                                     timeout: spec.timeout(),
                                     interrupted: interrupted.clone(),
                                     run_dir: run_dir.clone(),
+                                    attach: None,
                                 };
                                 factory.build(&spec)?.run(&ctx)
                             })),

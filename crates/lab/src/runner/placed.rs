@@ -1,7 +1,9 @@
 //! The trial's service, monitor and profile, wherever they run. A [`Service`] is local
 //! (a [`RunningService`], this process's child) or remote (started by a [`Site`]
 //! session on an inventory host: `[service] host = "b"`); a [`Monitoring`] and a
-//! [`Profiling`] likewise (`[monitor] host`, `[profile] host`). The runner
+//! [`Profiling`] likewise (`[monitor] host`, `[profile] host`); a profile of the
+//! workload (`target = "workload"`) is started by the workload itself, through the
+//! attach hook it is given, on the process it starts for the trial. The runner
 //! keeps one session per host for the whole run, opened the first time a host is
 //! needed and dropped when it fails (the next trial opens a new one) or the run ends —
 //! and the host stops what the session started when it goes.
@@ -14,18 +16,20 @@
 //! and a remote profile carries its host and pid in its `profile.json`.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use perflab_store::vocab::{ARTIFACT_MONITOR, ARTIFACT_SERVICE, ARTIFACT_SERVICE_LOG};
 use perflab_store::ArtifactData;
 use perflab_telemetry::{MonitorHandle, Recording};
-use perflab_workloads::spec::TrialSpec;
-use perflab_workloads::Measurement;
+use perflab_workloads::spec::{ProfileAttachment, TrialSpec};
+use perflab_workloads::{AttachHook, Measurement};
 
 use super::Runner;
 use crate::experiment::ServiceSpec;
 use crate::plan::PlannedTrial;
 use crate::service::RunningService;
-use crate::site::{ProfileResult, ProfileRun, ServiceStarted, Site, SiteError};
+use crate::site::{HereError, ProfileResult, ProfileRun, ServiceStarted, Site, SiteError};
 
 /// The service under test of the current config.
 pub(super) enum Service {
@@ -78,6 +82,43 @@ pub(super) enum Profiling {
     Local(ProfileRun),
     /// Recording on this host, in its session.
     Remote(String),
+    /// `target = "workload"`: started by the workload's attach hook on the process it
+    /// starts for the trial (None in the slot until then).
+    Workload {
+        slot: WorkloadSlot,
+        hook: AttachHook,
+    },
+}
+
+/// Where the attach hook leaves the profile it started, or why it could not.
+type WorkloadSlot = Arc<Mutex<Option<Result<ProfileRun, HereError>>>>;
+
+impl Profiling {
+    /// A workload profile, and the hook that starts it on the trial's root process
+    /// (the first one: a workload that starts several profiles only the first).
+    fn of_workload(cfg: &ProfileAttachment, dir: PathBuf) -> Profiling {
+        let slot: WorkloadSlot = Arc::new(Mutex::new(None));
+        let (cfg, into) = (cfg.clone(), slot.clone());
+        let hook = AttachHook(Arc::new(move |root| {
+            let Ok(mut s) = into.lock() else { return };
+            if s.is_none() {
+                *s = Some(crate::site::start_profile_of_workload(
+                    &cfg,
+                    root,
+                    dir.clone(),
+                ));
+            }
+        }));
+        Profiling::Workload { slot, hook }
+    }
+
+    /// The hook the workload calls with its root process (a workload profile's).
+    pub(super) fn attach_hook(&self) -> Option<AttachHook> {
+        match self {
+            Profiling::Workload { hook, .. } => Some(hook.clone()),
+            _ => None,
+        }
+    }
 }
 
 /// The last 256 KiB of a service log, as the trial's artifact.
@@ -332,9 +373,12 @@ impl Runner<'_> {
     /// process where it runs, when the profile targets it). Not started: a warning.
     pub(super) fn start_profile(&mut self, spec: &TrialSpec) -> Option<Profiling> {
         let cfg = spec.attachments.profile.as_ref()?;
+        let dir = self.run_dir.join(format!("profile-t{}", spec.ordinal));
+        if cfg.workload {
+            return Some(Profiling::of_workload(cfg, dir));
+        }
         let Some(host) = self.exp.profile.as_ref().and_then(|p| p.host.clone()) else {
             let pid = self.service.as_ref().and_then(Service::local_pid);
-            let dir = self.run_dir.join(format!("profile-t{}", spec.ordinal));
             return match crate::site::start_profile(cfg, pid, dir) {
                 Ok(r) => Some(Profiling::Local(r)),
                 Err(e) => {
@@ -367,7 +411,28 @@ impl Runner<'_> {
         p: Profiling,
         trial: u32,
     ) -> Option<(ProfileResult, Option<String>)> {
+        let p = match p {
+            Profiling::Workload { slot, .. } => {
+                let started = slot.lock().ok().and_then(|mut s| s.take());
+                match started {
+                    Some(Ok(run)) => Profiling::Local(run),
+                    Some(Err(e)) => {
+                        self.obs
+                            .warn(&format!("profile not started for trial {trial}: {e}"));
+                        return None;
+                    }
+                    None => {
+                        self.obs.warn(&format!(
+                            "profile of trial {trial} lost: the workload started no process here to profile (target = \"workload\" profiles a command workload's process tree)"
+                        ));
+                        return None;
+                    }
+                }
+            }
+            p => p,
+        };
         match p {
+            Profiling::Workload { .. } => None,
             Profiling::Local(r) => match r.stop() {
                 Ok(p) => Some((p, None)),
                 Err(e) => {

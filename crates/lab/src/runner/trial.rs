@@ -90,8 +90,9 @@ impl Runner<'_> {
         let profiler = self.start_profile(&spec);
         let pid = self.service.as_ref().and_then(|s| s.local_pid());
         let watch = spec.attachments.doctor.then(|| self.doctor.start(pid));
+        let attach = profiler.as_ref().and_then(|p| p.attach_hook());
         let counted = self.service_counters();
-        let result = self.workload(&spec);
+        let result = self.workload(&spec, attach);
         let counted = counted.and_then(|before| Some(self.service_counters()?.since(&before)));
         let doctor = watch.and_then(|w| self.doctor.finish(w, self.obs));
         let recording = monitor.and_then(|m| self.stop_monitor(m));
@@ -192,6 +193,7 @@ impl Runner<'_> {
                         call_graph: p.call_graph,
                         top: p.top,
                         service: p.service,
+                        workload: p.workload,
                     }),
                 doctor: !t.warmup && watched,
             },
@@ -220,13 +222,19 @@ impl Runner<'_> {
         }
     }
 
-    /// Builds the trial's workload with the runner's factory and runs it.
-    fn workload(&self, spec: &TrialSpec) -> Result<Measurement, WorkloadError> {
+    /// Builds the trial's workload with the runner's factory and runs it (`attach`:
+    /// the workload profile's hook).
+    fn workload(
+        &self,
+        spec: &TrialSpec,
+        attach: Option<perflab_workloads::AttachHook>,
+    ) -> Result<Measurement, WorkloadError> {
         let ctx = TrialContext {
             cpus: spec.cpu_set()?,
             timeout: spec.timeout(),
             interrupted: self.interrupted.clone(),
             run_dir: self.run_dir.clone(),
+            attach,
         };
         self.factory.build(spec)?.run(&ctx)
     }
@@ -251,6 +259,7 @@ impl Runner<'_> {
                 self.interrupted.clone()
             },
             run_dir: self.run_dir.clone(),
+            attach: None,
         };
         // What the hook leaves behind is killed — but never the service under test, which
         // is perflab's child too (a `prepare` between its start and the workload).
@@ -344,17 +353,22 @@ fn add_service_counters(m: &mut Measurement, r: &Reading) {
 
 /// Adds a profile to a trial: the report (JSON), folded stacks and flame graph as
 /// artifacts, the kernel's share of the samples as `profile.kernel_pct`, and the top
-/// functions' shares of all samples as `fn:NAME` metrics. A profile taken on another
-/// host has that host, and the pid it profiled there (null: every CPU), beside the
-/// report's fields in `profile.json`.
+/// functions' shares of all samples as `fn:NAME` metrics. `profile.json` holds the
+/// report's fields and perf's `frequency` (the differential profile turns samples into
+/// CPU time with it); a profile taken on another host has that host, and the pid it
+/// profiled there (null: every CPU), beside them.
 fn add_profile(m: &mut Measurement, p: &ProfileResult, host: Option<&str>) {
-    /// The report with where it was taken.
+    /// The report with its sampling frequency and where it was taken.
     #[derive(serde::Serialize)]
     struct Placed<'a> {
         #[serde(flatten)]
         report: &'a perflab_profile::Report,
-        host: &'a str,
-        pid: Option<i32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        frequency: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        host: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pid: Option<Option<i32>>,
     }
     // The kernel's share of the samples: the profiler study's first figure (70 % there).
     m.metrics.push(perflab_store::MetricValue::new(
@@ -363,14 +377,12 @@ fn add_profile(m: &mut Measurement, p: &ProfileResult, host: Option<&str>) {
         p.report.kernel_pct,
         "lower",
     ));
-    let report = match host {
-        None => serde_json::to_vec_pretty(&p.report),
-        Some(host) => serde_json::to_vec_pretty(&Placed {
-            report: &p.report,
-            host,
-            pid: p.pid,
-        }),
-    };
+    let report = serde_json::to_vec_pretty(&Placed {
+        report: &p.report,
+        frequency: (p.frequency > 0).then_some(p.frequency),
+        host,
+        pid: host.map(|_| p.pid),
+    });
     m.artifacts.push(ArtifactData {
         name: ARTIFACT_PROFILE.into(),
         media_type: "application/json".into(),

@@ -15,6 +15,7 @@ use crate::data::ReportData;
 use crate::format::{bytes, duration, esc};
 use perflab_analysis::format::{arrow, cv, mean_ci, num, ratio_ci, sig, value};
 
+mod diffflame;
 mod profile;
 mod suite;
 mod telemetry;
@@ -85,6 +86,7 @@ pub fn render(d: &ReportData) -> String {
     knee(&mut o, d);
     telemetry::section(&mut o, d);
     profile::section(&mut o, d);
+    diffflame::section(&mut o, d);
     doctor(&mut o, d);
     thresholds(&mut o, d);
     problems(&mut o, d);

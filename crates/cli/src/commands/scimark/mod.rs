@@ -178,6 +178,7 @@ fn preflight(
         timeout: None,
         interrupted: flag.clone(),
         run_dir: std::env::temp_dir(),
+        attach: None,
     };
     let bopts = BuildOptions {
         cache_dir: None,

@@ -1,0 +1,195 @@
+//! The differential profile and its flame graph (issue 31, item 2) on a real program:
+//! a deterministic C program built twice, variant B doing 10 % more work in one named
+//! function (`planted`, `-DEXTRA=1`), profiled with `[profile] target = "workload"` in
+//! every repetition. `compare --flamegraph-diff` colours `planted` red, and nothing
+//! but it and the frames that hold it; a config against itself (the same binary)
+//! colours nothing at α = 1 %.
+
+mod common;
+use common::*;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::Duration;
+
+const PROGRAM: &str = r#"
+#ifndef EXTRA
+#define EXTRA 0
+#endif
+volatile unsigned long sink;
+__attribute__((noinline)) void steady(unsigned long n) {
+    unsigned long x = 1;
+    for (unsigned long i = 0; i < n; i++) x = x * 2862933555777941757UL + 3037000493UL;
+    sink += x;
+}
+__attribute__((noinline)) void planted(unsigned long n) {
+    unsigned long x = 7;
+    for (unsigned long i = 0; i < n; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
+    sink += x;
+}
+int main(void) {
+    steady(160000000UL);
+    planted(EXTRA ? 704000000UL : 640000000UL);
+    return 0;
+}
+"#;
+
+/// The two tests take turns: each is the other's load, and a 10 % effect is measured
+/// against the CPU time's spread on the machine.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Builds the two variants into the lab (before any trial: not inside a timeout);
+/// false (and the test skips or fails under `PERFLAB_REQUIRE`) without gcc or perf.
+fn build(lab: &Lab) -> bool {
+    if require::program("gcc").is_none() || !require::perf_records() {
+        return false;
+    }
+    let src = lab.write("planted.c", PROGRAM);
+    for (out, extra) in [("prog-a", None), ("prog-b", Some("-DEXTRA=1"))] {
+        let mut gcc = std::process::Command::new("gcc");
+        gcc.args(["-O1", "-fno-inline", "-fno-omit-frame-pointer", "-o"])
+            .arg(lab.path(out))
+            .arg(&src);
+        if let Some(d) = extra {
+            gcc.arg(d);
+        }
+        let st = gcc.status().expect("run gcc");
+        assert!(st.success(), "gcc failed for {out}");
+    }
+    true
+}
+
+/// Runs `reps` profiled repetitions of configs `variant = a|b`, `command` rendering
+/// the program of each.
+fn run(lab: &Lab, reps: u32, command: &str) {
+    let f = lab.write(
+        "e.toml",
+        &format!(
+            r#"
+[experiment]
+name = "planted"
+repetitions = {reps}
+warmup = 0
+noise_check = false
+timeout = "60s"
+[matrix]
+variant = ["a", "b"]
+[profile]
+target = "workload"
+repetitions = "all"
+frequency = 4999
+[workload]
+kind = "command"
+command = "{command}"
+"#
+        ),
+    );
+    let out = lab
+        .cmd()
+        .timeout(Duration::from_secs(240))
+        .args(["run", f.to_str().unwrap()])
+        .output()
+        .expect("run perflab");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("lost"), "{}", stderr(&out));
+}
+
+/// The frame paths (`main;planted`) `compare ARGS --flamegraph-diff FILE
+/// --flamegraph-alpha 0.01` coloured: (more, less).
+fn coloured(lab: &Lab, args: &[&str], file: &Path) -> (BTreeSet<String>, BTreeSet<String>) {
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend([
+        "--flamegraph-diff",
+        file.to_str().unwrap(),
+        "--flamegraph-alpha",
+        "0.01",
+    ]);
+    let out = lab.run(&all);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let svg = std::fs::read_to_string(file).expect("the SVG was written");
+    assert!(svg.starts_with("<svg") && svg.contains("<title>"), "{svg}");
+    let of = |class: &str| -> BTreeSet<String> {
+        let tag = format!("<g class=\"{class}\" data-frame=\"");
+        svg.match_indices(&tag)
+            .map(|(at, _)| {
+                let rest = &svg[at..];
+                let p = rest.find("data-path=\"").unwrap() + "data-path=\"".len();
+                rest[p..p + rest[p..].find('"').unwrap()].to_string()
+            })
+            .collect()
+    };
+    (of("more"), of("less"))
+}
+
+#[test]
+fn a_planted_cost_is_coloured_red_and_nothing_unrelated() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = Lab::new();
+    if !build(&lab) {
+        return;
+    }
+    let dir = lab.dir.path().display().to_string();
+    run(&lab, 5, &format!("{dir}/prog-{{variant}}"));
+    for args in [
+        vec!["compare", "1:variant=a", "1:variant=b"],
+        vec!["compare", "1", "--baseline", "variant=a"],
+    ] {
+        let (more, less) = coloured(&lab, &args, &lab.path("diff.svg"));
+        let planted = |p: &String| p.split(';').any(|f| f == "planted");
+        let svg = std::fs::read_to_string(lab.path("diff.svg")).unwrap();
+        let title = svg
+            .find("<title>planted")
+            .map(|i| &svg[i..i + svg[i..].find("</title>").unwrap()]);
+        assert!(
+            more.iter().any(planted),
+            "{args:?}: more {more:?}, less {less:?}; {title:?}"
+        );
+        // Only `planted`, the frames that hold it (main, the C start-up) and those it
+        // holds (a timer interrupt while it ran): `steady` did the same work, and its
+        // frames are grey.
+        let on_its_path = |p: &String| {
+            more.iter()
+                .any(|q| planted(q) && (q.starts_with(p.as_str()) || planted(p)))
+        };
+        for p in more.iter().chain(&less) {
+            assert!(
+                on_its_path(p),
+                "{args:?}: unrelated frame {p} coloured: more {more:?}, less {less:?}"
+            );
+        }
+        let steady = |p: &String| p.split(';').any(|f| f == "steady");
+        assert!(!more.iter().chain(&less).any(steady));
+        assert!(less.is_empty(), "{args:?}: less {less:?}");
+    }
+    // The HTML report draws it too, inline (its titles show on hover).
+    let html = lab.path("r.html");
+    let out = lab.run(&["report", "1", "--html", html.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let html = std::fs::read_to_string(html).unwrap();
+    assert!(html.contains("<h2>Differential flame graph</h2>"), "{html}");
+    assert!(
+        html.contains("<g class=\"more\" data-frame=\"planted\""),
+        "planted is not red in the report"
+    );
+}
+
+#[test]
+fn a_config_against_itself_colours_nothing() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = Lab::new();
+    if !build(&lab) {
+        return;
+    }
+    let dir = lab.dir.path().display().to_string();
+    // The same binary in both configs (the variant is an ignored argument).
+    run(&lab, 10, &format!("{dir}/prog-a {{variant}}"));
+    let (more, less) = coloured(
+        &lab,
+        &["compare", "1:variant=a", "1:variant=b"],
+        &lab.path("aa.svg"),
+    );
+    assert!(
+        more.is_empty() && less.is_empty(),
+        "A/A coloured more {more:?}, less {less:?}"
+    );
+}
