@@ -4,6 +4,11 @@
 //! every repetition. `compare --flamegraph-diff` colours `planted` red, and nothing
 //! but it and the frames that hold it; a config against itself (the same binary)
 //! colours nothing at α = 1 %.
+//!
+//! Both runs also count (`counters`) and monitor (`[monitor]`) every trial, and the
+//! why block (issue 31, item 3) is read from `compare --json`: the planted run's first
+//! reason is the function `planted`, its change's interval above 0; the A/A run's why
+//! block lists nothing at α = 1 %.
 
 mod common;
 use common::*;
@@ -78,9 +83,13 @@ variant = ["a", "b"]
 target = "workload"
 repetitions = "all"
 frequency = 4999
+[monitor]
+interval = "100ms"
+probes = ["cpu", "sched", "memory"]
 [workload]
 kind = "command"
 command = "{command}"
+counters = ["task-clock", "page-faults", "context-switches", "instructions"]
 "#
         ),
     );
@@ -119,6 +128,18 @@ fn coloured(lab: &Lab, args: &[&str], file: &Path) -> (BTreeSet<String>, BTreeSe
             .collect()
     };
     (of("more"), of("less"))
+}
+
+/// The why block of `compare ARGS --json --why-alpha 0.01`: (its entries, how many
+/// quantities it checked).
+fn why(lab: &Lab, args: &[&str]) -> (Vec<serde_json::Value>, u64) {
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--json", "--why-alpha", "0.01"]);
+    let out = lab.run(&all);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("compare --json");
+    let list = v["why"].as_array().cloned().unwrap_or_default();
+    (list, v["why_checked"].as_u64().unwrap_or(0))
 }
 
 #[test]
@@ -161,6 +182,21 @@ fn a_planted_cost_is_coloured_red_and_nothing_unrelated() {
         assert!(!more.iter().chain(&less).any(steady));
         assert!(less.is_empty(), "{args:?}: less {less:?}");
     }
+    // The why block's first reason is the planted function, its change above 0.
+    let (list, checked) = why(&lab, &["compare", "1:variant=a", "1:variant=b"]);
+    let first = list.first().expect("the why block lists something");
+    assert_eq!(first["kind"], "function", "{list:?}");
+    assert_eq!(first["name"], "planted", "{list:?}");
+    assert!(first["change"]["lo"].as_f64().unwrap() > 0.0, "{first}");
+    assert!(checked > 10, "checked {checked}");
+    let text = lab.run(&["compare", "1:variant=a", "1:variant=b"]);
+    let text = stdout(&text);
+    let block = &text[text.find("why:").expect("a why block")..];
+    let first_line = block
+        .lines()
+        .find(|l| l.contains(" function "))
+        .unwrap_or("");
+    assert!(first_line.contains("planted"), "{block}");
     // The HTML report draws it too, inline (its titles show on hover).
     let html = lab.path("r.html");
     let out = lab.run(&["report", "1", "--html", html.to_str().unwrap()]);
@@ -192,4 +228,8 @@ fn a_config_against_itself_colours_nothing() {
         more.is_empty() && less.is_empty(),
         "A/A coloured more {more:?}, less {less:?}"
     );
+    // Nor does the why block list anything, among everything it checked.
+    let (list, checked) = why(&lab, &["compare", "1:variant=a", "1:variant=b"]);
+    assert!(list.is_empty(), "A/A explained: {list:?}");
+    assert!(checked > 10, "checked {checked}");
 }
