@@ -101,12 +101,26 @@ fn results(out: &mut String, d: &ReportData) {
     let level = d.level();
     let _ = writeln!(out, "## Results\n");
     let mut rows = Vec::new();
+    // A suite run's `score` copies one of the item's metrics: one row, named for both.
+    let suite = crate::html::suite::is_suite(d);
     for c in &d.configs {
+        let twin = if suite {
+            crate::html::suite::score_twin(c)
+        } else {
+            None
+        };
         for m in &c.metrics {
             let Some(s) = &m.summary else { continue };
+            if Some(m.name.as_str()) == twin {
+                continue;
+            }
+            let name = match twin {
+                Some(t) if m.name == "score" => format!("{t} (score)"),
+                _ => m.name.clone(),
+            };
             rows.push(vec![
                 md_cell(&c.label),
-                format!("{} {}", md_cell(&m.name), arrow(&m.better)),
+                format!("{} {}", md_cell(&name), arrow(&m.better)),
                 md_cell(&mean_ci(s, &m.unit)),
                 s.n.to_string(),
                 cv(s),

@@ -3,7 +3,7 @@
 //! chart for errors that never happened, each suite item once in the results table,
 //! and a log axis where crypto scores span decades.
 
-use perflab_report::{render_html, Options};
+use perflab_report::{render_html, render_markdown, Options};
 use perflab_store::{
     HostInfo, MetricValue, NewRun, Params, RunStatus, Store, TrialRecord, TrialStatus,
 };
@@ -173,12 +173,18 @@ fn score(metric: &str, unit: &str, values: &[f64]) -> Vec<Vec<MetricValue>> {
 }
 
 fn suite_run() -> String {
+    let store = Store::in_memory().unwrap();
+    let id = run(&store, "machine-suite-quick", suite_configs());
+    render_html(&store, id, &Options::default()).unwrap()
+}
+
+/// The items of a quick machine-suite run: scores spanning decades.
+fn suite_configs() -> Vec<Config> {
     let mut compress = score("compress_mb_s", "MB/s", &[500.0, 520.0, 510.0]);
     for (t, r) in compress.iter_mut().zip([1026.0, 1026.0, 1026.0]) {
         t.push(MetricValue::new("ratio", "x", r, "higher"));
     }
-    html_of(
-        "machine-suite-quick",
+    {
         vec![
             (
                 "item",
@@ -206,8 +212,8 @@ fn suite_run() -> String {
                 "crypto.ed25519-sign",
                 score("ops_s", "op/s", &[2.4e6, 2.5e6, 2.6e6]),
             ),
-        ],
-    )
+        ]
+    }
 }
 
 /// The suite's results table listed every item twice: its score and the figure the
@@ -230,6 +236,29 @@ fn each_suite_item_is_listed_once_in_the_results_table() {
     assert!(table.contains("<td>gb_s (score) ↑</td>"), "{table}");
     // The item's other figures are kept, folded away.
     assert!(results.contains("Other figures of the items") && results.contains("<td>ratio ↑</td>"));
+}
+
+/// The Markdown report's results table lists each suite item once too.
+#[test]
+fn each_suite_item_is_listed_once_in_the_markdown_results() {
+    let store = Store::in_memory().unwrap();
+    let id = run(&store, "machine-suite-quick", suite_configs());
+    let md = render_markdown(&store, id, &Options::default()).unwrap();
+    let results = &md[md.find("## Results").unwrap()..];
+    let table = &results[..results[3..].find("\n## ").map_or(results.len(), |i| i + 3)];
+    let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("| item=")).collect();
+    let scores = rows.iter().filter(|l| l.contains("(score)")).count();
+    assert_eq!(scores, 6, "{table}");
+    assert!(
+        !rows
+            .iter()
+            .any(|l| l.contains("| gb_s ↑") || l.contains("| ops_s ↑")),
+        "a score's twin is listed again: {table}"
+    );
+    assert!(
+        table.contains("| ratio ↑"),
+        "the other figures stay: {table}"
+    );
 }
 
 /// 134 op/s of RSA-4096 beside millions of Ed25519 signs: on a linear axis its bar

@@ -17,7 +17,7 @@ use perflab_analysis::format::{arrow, cv, mean_ci, num, ratio_ci, sig, value};
 
 mod diffflame;
 mod profile;
-mod suite;
+pub(crate) mod suite;
 mod telemetry;
 mod why;
 

@@ -23,7 +23,7 @@ use crate::data::{ConfigData, MetricSample, ReportData};
 use crate::format::esc;
 
 /// Whether the run is a machine-suite run (its configs are items with a score).
-pub(super) fn is_suite(d: &ReportData) -> bool {
+pub(crate) fn is_suite(d: &ReportData) -> bool {
     suite::kind_of(&d.export).is_some()
 }
 
@@ -68,7 +68,7 @@ pub(super) fn results(o: &mut String, d: &ReportData) {
 }
 
 /// The metric an item's `score` copies: same unit, same values, trial by trial.
-fn score_twin(c: &ConfigData) -> Option<&str> {
+pub(crate) fn score_twin(c: &ConfigData) -> Option<&str> {
     let score = c.metric("score")?;
     c.metrics
         .iter()
