@@ -110,6 +110,12 @@ fn run_floor(n: floor::RunNoise) -> Option<f64> {
 
 /// Which kind of evidence a stored metric is, if any.
 pub fn kind_of(name: &str) -> Option<WhyKind> {
+    // The load average is a decaying average over a minute and more: it carries the
+    // trials before, not this one, so it is no evidence about a trial (an A/A run
+    // showed it "differing" with a constant value on each side).
+    if name.starts_with("sched.loadavg") {
+        return None;
+    }
     const TELEMETRY: [&str; 8] = [
         "cpu.", "sched.", "memory.", "disk.", "net.", "sockets.", "nfs.", "process.",
     ];

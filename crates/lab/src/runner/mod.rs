@@ -178,6 +178,7 @@ pub fn run_on(
         sessions: BTreeMap::new(),
         factory: ctx.factory,
         doctor: crate::doctor::TrialDoctor::live(),
+        missing_said: Default::default(),
         ok: 0,
         failed: 0,
     };
@@ -389,6 +390,8 @@ struct Runner<'a> {
     factory: &'a dyn WorkloadFactory,
     /// Doctor observations around each recorded trial's workload.
     doctor: crate::doctor::TrialDoctor,
+    /// Counters already warned about as missing (once per run, not per trial).
+    missing_said: std::cell::RefCell<std::collections::BTreeSet<String>>,
     ok: usize,
     failed: usize,
 }

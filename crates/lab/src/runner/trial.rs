@@ -208,7 +208,9 @@ impl Runner<'_> {
         }
     }
 
-    /// A trial whose counts were scaled says so (its `counters.json` has the detail).
+    /// A trial whose counts were scaled says so (its `counters.json` has the detail),
+    /// and a counter that could not be counted is named with its reason, once per run
+    /// ("counter instructions: not available: no hardware PMU"): missing, never 0.
     fn warn_multiplexed(&self, m: &Measurement, ordinal: u32) {
         for a in m
             .artifacts
@@ -218,6 +220,21 @@ impl Runner<'_> {
             let json: serde_json::Value = serde_json::from_slice(&a.content).unwrap_or_default();
             if let Some(w) = json.get("warning").and_then(|w| w.as_str()) {
                 self.obs.warn(&format!("trial {ordinal}: {w}"));
+            }
+            let whose = if a.name == COUNTERS_ARTIFACT {
+                ""
+            } else {
+                "service "
+            };
+            let events = json["events"].as_object().into_iter().flatten();
+            for (event, v) in events {
+                let Some(why) = v.get("missing").and_then(|w| w.as_str()) else {
+                    continue;
+                };
+                let said = format!("{whose}counter {event}: {why}");
+                if self.missing_said.borrow_mut().insert(said.clone()) {
+                    self.obs.warn(&format!("{said} (not stored)"));
+                }
             }
         }
     }
