@@ -322,6 +322,10 @@ fn finite(v: f64) -> Option<f64> {
     v.is_finite().then_some(v)
 }
 
+/// The headline when the trials hold nothing to judge beside the verdict's metrics.
+pub const NOTHING_MEASURED: &str = "nothing else was measured in these trials to explain it \
+     (add [monitor], counters or [profile])";
+
 /// The sentence when nothing passes (issue 31's wording).
 pub fn nothing_text(checked: usize) -> String {
     format!("no difference above the noise among {checked} metrics checked")
@@ -346,7 +350,10 @@ impl WhyBlock {
             Some(f) => format!("; noise floor ±{:.1}%", f * 100.0),
             None => String::new(),
         };
-        if n == 0 {
+        if n == 0 && self.checked == 0 {
+            // Nothing beside the verdict's own metrics was measured: say what would be.
+            format!("why: {NOTHING_MEASURED}{floor}")
+        } else if n == 0 {
             format!("why: {} ({how}{floor})", nothing_text(self.checked))
         } else {
             let s = if n == 1 { "" } else { "s" };
