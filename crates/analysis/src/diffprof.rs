@@ -30,7 +30,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use perflab_stats::{holm, t_quantile, t_two_sided_p, welch_satterthwaite_df};
+use perflab_stats::{holm, mean_difference};
 use perflab_store::vocab::{ARTIFACT_PROFILE, ARTIFACT_STACKS};
 use perflab_store::ExportedTrial;
 use serde::Serialize;
@@ -178,39 +178,19 @@ impl Change {
     }
 }
 
-fn mean_var(x: &[f64]) -> (f64, f64) {
-    let n = x.len() as f64;
-    let m = x.iter().sum::<f64>() / n;
-    let v = x.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / (n - 1.0);
-    (m, v)
-}
-
-/// Welch's difference of means with its 95 % t interval; None when a side has fewer
-/// than 2 values. Both sides constant: a point interval, p = 0 when they differ and 1
-/// when they are equal (scipy's convention, with "no evidence" for the equal case).
+/// Welch's difference of means with its 95 % t interval
+/// ([`perflab_stats::mean_difference`]); None when a side has fewer than 2 values.
+/// Both sides constant: a point interval, p = 0 when they differ and 1 when they are
+/// equal (scipy's convention, with "no evidence" for the equal case).
 pub fn change(base: &[f64], cand: &[f64]) -> Option<Change> {
-    if base.len() < 2 || cand.len() < 2 {
-        return None;
-    }
-    let ((mb, vb), (mc, vc)) = (mean_var(base), mean_var(cand));
-    let (nb, nc) = (base.len() as f64, cand.len() as f64);
-    let (sb, sc) = (vb / nb, vc / nc);
-    let se = (sb + sc).sqrt();
-    let diff = mc - mb;
-    let (lo, hi, p) = if se == 0.0 {
-        (diff, diff, if diff == 0.0 { 1.0 } else { 0.0 })
-    } else {
-        let df = welch_satterthwaite_df(&[(sb, nb - 1.0), (sc, nc - 1.0)]);
-        let half = t_quantile(0.975, df) * se;
-        (diff - half, diff + half, t_two_sided_p(diff / se, df))
-    };
+    let d = mean_difference(base, cand, 0.95).ok()?;
     Some(Change {
-        baseline_mean: mb,
-        candidate_mean: mc,
-        diff,
-        lo,
-        hi,
-        p,
+        baseline_mean: d.baseline_mean,
+        candidate_mean: d.candidate_mean,
+        diff: d.abs,
+        lo: d.lo,
+        hi: d.hi,
+        p: d.p,
     })
 }
 
