@@ -41,7 +41,10 @@ pub struct RawProfile {
     pub target: Option<SStr>,
     pub repetitions: Option<Spanned<toml::Value>>,
     pub frequency: Option<Spanned<i64>>,
-    pub call_graph: Option<bool>,
+    /// `true` (frame pointers), `false`, or a mode: `"fp"`, `"dwarf"`, `"auto"`.
+    pub call_graph: Option<perflab_profile::CallGraphMode>,
+    pub off_cpu: Option<bool>,
+    pub jit: Option<bool>,
     pub top: Option<Spanned<i64>>,
 }
 

@@ -396,6 +396,8 @@ fn record(
         target,
         frequency: cfg.frequency,
         call_graph: cfg.call_graph,
+        off_cpu: cfg.off_cpu,
+        jit: cfg.jit,
         output_dir: Some(dir.clone()),
         command_output,
         ..Default::default()

@@ -14,6 +14,9 @@ pub trait Observer {
     /// [`Observer::second`]: for a caller that adds the seconds of several generators
     /// (a distributed load's agents stream it).
     fn interval(&mut self, _point: &SecondPoint, _hist: &Histogram<u64>) {}
+    /// A find-max step at `rate` req/s is about to start (before its connections
+    /// open): a caller that watches the host takes its "before" readings here.
+    fn step_started(&mut self, _rate: f64) {}
     /// A ramp or find-max step finished.
     fn step(&mut self, _step: &Step) {}
 }

@@ -128,6 +128,8 @@ impl TryFrom<RawSpec> for LoadSpec {
             ramp: r.ramp.map(|s| Ramp::parse(&s, over)).transpose()?,
             step_duration: dur("step_duration", &r.step_duration)?,
             find_max: r.find_max.unwrap_or(false),
+            // TODO(issue 33, findmax helper): `find_max_repetitions` in experiment files.
+            find_max_repetitions: 1,
             slo: r.slo.map(|s| Slo::parse(&s)).transpose()?,
             thresholds: r
                 .thresholds

@@ -278,6 +278,19 @@ pub struct Report {
     pub client_busy: f64,
     /// Find-max: the lowest rate that broke the SLO.
     pub broke_at: Option<f64>,
+    /// Find-max repeated (`--find-max-repetitions N`): `max_rate` is the mean of the
+    /// searches, this the low end of its 95 % confidence interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rate_ci_low: Option<f64>,
+    /// The high end of `max_rate`'s 95 % confidence interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rate_ci_high: Option<f64>,
+    /// Find-max: how many searches `max_rate` comes from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repetitions: Option<u32>,
+    /// Find-max: what ran out at the knee, with its evidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<crate::limit::Limit>,
     pub slo: Option<String>,
     pub series: Vec<SecondPoint>,
     pub warnings: Vec<String>,
@@ -394,6 +407,10 @@ impl Report {
             failed,
             client_busy: busy,
             broke_at: None,
+            max_rate_ci_low: None,
+            max_rate_ci_high: None,
+            repetitions: None,
+            limit: None,
             slo: None,
             series,
             tls_failure: totals.tls_failure.as_ref().map(ToString::to_string),

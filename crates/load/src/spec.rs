@@ -118,6 +118,9 @@ pub struct LoadSpec {
     pub step_duration: Option<Duration>,
     /// Knee search: the highest rate that meets `slo`.
     pub find_max: bool,
+    /// How many times the knee search runs (default 1); `max_rate` is then their mean
+    /// with a 95 % confidence interval.
+    pub find_max_repetitions: u32,
     /// The SLO of the knee search.
     pub slo: Option<Slo>,
     /// Pass/fail thresholds judged on the finished run (`p99<20ms`, `rps>5000`).
@@ -206,6 +209,7 @@ impl Default for LoadSpec {
             ramp: None,
             step_duration: None,
             find_max: false,
+            find_max_repetitions: 1,
             slo: None,
             thresholds: Vec::new(),
             unix_socket: None,

@@ -34,6 +34,7 @@ pub mod profile;
 pub mod record;
 pub mod reduce;
 pub mod script;
+pub mod stacks;
 
 pub use annotate::{InstructionShare, RoutineView};
 pub use callgraph::{CallGraph, Edge};
@@ -42,3 +43,4 @@ pub use profile::Profile;
 pub use record::{CommandOutput, Event, ProfileSpec, Profiler, Running, Target};
 pub use reduce::{FunctionShare, ImageShare, Mode, Report, ReportOptions};
 pub use script::{Frame, Sample};
+pub use stacks::CallGraphMode;

@@ -15,6 +15,7 @@ use crate::control::Control;
 use crate::error::{ProfileError, Result};
 use crate::perf;
 use crate::profile::Profile;
+use crate::stacks::CallGraphMode;
 
 /// What to profile.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,8 +71,15 @@ pub struct ProfileSpec {
     pub target: Target,
     /// Samples per second per CPU (`-F`).
     pub frequency: u32,
-    /// Record call chains (`-g`, frame pointers).
-    pub call_graph: bool,
+    /// How call chains are recorded (`fp`, `dwarf`, `auto`, or `off`).
+    pub call_graph: CallGraphMode,
+    /// Also record the time spent off the CPU (blocked), per stack, from the
+    /// scheduler's switch-out to switch-in (`sched:sched_switch`).
+    pub off_cpu: bool,
+    /// Name JIT-compiled frames: a JVM started under perf gets frame pointers and
+    /// writes its perf map at exit, Node gets `--perf-basic-prof`; the reducer reads
+    /// `/tmp/perf-PID.map`. On by default.
+    pub jit: bool,
     /// Stop after this long (a command is stopped too).
     pub duration: Option<Duration>,
     pub event: Event,
@@ -85,7 +93,9 @@ impl Default for ProfileSpec {
         ProfileSpec {
             target: Target::System,
             frequency: 999,
-            call_graph: true,
+            call_graph: CallGraphMode::Fp,
+            off_cpu: false,
+            jit: true,
             duration: None,
             event: Event::Auto,
             output_dir: None,
@@ -209,7 +219,8 @@ fn record_args(spec: &ProfileSpec, event: &str) -> Vec<String> {
         spec.frequency.to_string(),
         "--sample-cpu".into(),
     ];
-    if spec.call_graph {
+    // TODO(issue 33, callgraph helper): dwarf and auto.
+    if spec.call_graph.records() {
         args.push("-g".into());
     }
     match &spec.target {

@@ -21,8 +21,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use perflab_profile::{
-    CommandOutput, Event, Mode, Profile, ProfileError, ProfileSpec, Profiler, Report,
-    ReportOptions, Target,
+    CallGraphMode, CommandOutput, Event, Mode, Profile, ProfileError, ProfileSpec, Profiler,
+    Report, ReportOptions, Target,
 };
 use perflab_store::vocab::{ARTIFACT_FLAMEGRAPH, ARTIFACT_PROFILE, ARTIFACT_STACKS};
 use serde::{Deserialize, Serialize};
@@ -128,7 +128,7 @@ impl ProfileView {
 fn default_frequency() -> u32 {
     999
 }
-fn yes() -> bool {
+pub(crate) fn yes() -> bool {
     true
 }
 fn auto() -> String {
@@ -150,9 +150,16 @@ pub struct ProfileKind {
     /// Samples per second per CPU.
     #[serde(default = "default_frequency")]
     pub frequency: u32,
-    /// Record call chains (frame pointers).
+    /// How call chains are recorded: `fp` (the old `true`), `dwarf`, `auto`, `off`
+    /// (the old `false`).
+    #[serde(default)]
+    pub call_graph: CallGraphMode,
+    /// Also record blocked time per stack (`--off-cpu`).
+    #[serde(default)]
+    pub off_cpu: bool,
+    /// Name JIT-compiled Java and Node frames (on by default; `--no-jit` turns it off).
     #[serde(default = "yes")]
-    pub call_graph: bool,
+    pub jit: bool,
     /// `auto` (cycles where there is a PMU, else cpu-clock), `cycles`, `cpu-clock`.
     #[serde(default = "auto")]
     pub event: String,
@@ -175,7 +182,9 @@ impl ProfileKind {
             target,
             duration: None,
             frequency: default_frequency(),
-            call_graph: true,
+            call_graph: CallGraphMode::Fp,
+            off_cpu: false,
+            jit: true,
             event: auto(),
             output_dir: None,
             command_output: ProfileOutput::Inherit,
@@ -201,6 +210,8 @@ impl ProfileKind {
             target: self.target.of(),
             frequency: self.frequency,
             call_graph: self.call_graph,
+            off_cpu: self.off_cpu,
+            jit: self.jit,
             duration: self.duration()?,
             event: self.event.parse::<Event>()?,
             output_dir: self.output_dir.clone(),
@@ -288,7 +299,7 @@ pub fn measurement(
         command_status: p.command_status,
         target: k.target.describe(),
         frequency: k.frequency,
-        call_graph: k.call_graph,
+        call_graph: k.call_graph.records(),
         perf_version: perflab_profile::perf::find_perf()
             .ok()
             .and_then(|perf| perflab_profile::perf::version(&perf)),
@@ -335,7 +346,10 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(k.target, ProfileTarget::System);
-        assert_eq!((k.frequency, k.call_graph, k.top), (999, true, 10));
+        assert_eq!(
+            (k.frequency, k.call_graph.records(), k.top),
+            (999, true, 10)
+        );
         assert_eq!(k.duration().unwrap(), Some(Duration::from_secs(2)));
         assert!(k.validate().is_ok());
         let k: ProfileKind =

@@ -13,6 +13,7 @@
 
 use std::time::Duration;
 
+pub use perflab_profile::CallGraphMode;
 use perflab_units::Phrase;
 use serde::{Deserialize, Serialize};
 
@@ -328,7 +329,14 @@ pub struct MonitorAttachment {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProfileAttachment {
     pub frequency: u32,
-    pub call_graph: bool,
+    /// How call chains are recorded (reads the old bool too).
+    pub call_graph: CallGraphMode,
+    /// Also record blocked time per stack.
+    #[serde(default)]
+    pub off_cpu: bool,
+    /// Name JIT-compiled Java and Node frames.
+    #[serde(default = "crate::profile::yes")]
+    pub jit: bool,
     /// Keep the top this-many functions as `fn:NAME` metrics.
     pub top: usize,
     /// Profile the service's process rather than the whole system.

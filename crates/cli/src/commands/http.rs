@@ -316,6 +316,7 @@ pub fn spec_from_args(a: &HttpArgs) -> Result<LoadSpec, SpecError> {
             .transpose()?,
         step_duration: dur("step_duration", &a.step_duration)?,
         find_max: a.find_max,
+        find_max_repetitions: 1,
         slo: a.slo.as_deref().map(Slo::parse).transpose()?,
         thresholds: a
             .thresholds

@@ -19,7 +19,9 @@ use std::time::Duration;
 use anyhow::Context;
 use comfy_table::{Cell, CellAlignment, Table};
 use perflab_lab::single::OneTrial;
-use perflab_profile::{CallGraph, Mode, Profile, ProfileError, Report, ReportOptions, RoutineView};
+use perflab_profile::{
+    CallGraph, CallGraphMode, Mode, Profile, ProfileError, Report, ReportOptions, RoutineView,
+};
 use perflab_store::TrialStatus;
 use perflab_store::{
     vocab::{ARTIFACT_FLAMEGRAPH, ARTIFACT_PROFILE, ARTIFACT_STACKS},
@@ -90,9 +92,23 @@ struct RecordArgs {
           value_parser = clap::value_parser!(u32).range(1..))]
     frequency: u32,
 
-    /// Record call graphs (the default; frame pointers).
-    #[arg(short = 'g', long, conflicts_with = "no_call_graph")]
-    call_graph: bool,
+    /// How call graphs are recorded: fp (frame pointers; the default, and what a bare
+    /// `-g`/`--call-graph` means), dwarf (unwinds a bounded copy of the stack: for
+    /// binaries built without frame pointers), auto (dwarf where the profiled code
+    /// lacks frame pointers, else fp; says which).
+    #[arg(short = 'g', long, value_name = "MODE", conflicts_with = "no_call_graph",
+          num_args = 0..=1, default_missing_value = "fp", require_equals = false)]
+    call_graph: Option<String>,
+
+    /// Also record time spent off the CPU (blocked: locks, disk, network, sleep), per
+    /// stack, and draw it beside the on-CPU time in one wall-clock flame graph.
+    #[arg(long)]
+    off_cpu: bool,
+
+    /// Do not name JIT-compiled Java and Node frames (no -XX:+PreserveFramePointer,
+    /// perf map or --perf-basic-prof given to the JVM or Node perflab starts).
+    #[arg(long)]
+    no_jit: bool,
 
     /// Do not record call graphs (no callers, callees or flame graph depth).
     #[arg(long)]
@@ -239,13 +255,26 @@ fn target_of(a: &RecordArgs) -> anyhow::Result<ProfileTarget> {
 }
 
 impl RecordArgs {
+    /// `--call-graph MODE` / `-g` / `--no-call-graph`, checked (bad input exits 2).
+    fn call_graph_mode(&self) -> anyhow::Result<CallGraphMode> {
+        if self.no_call_graph {
+            return Ok(CallGraphMode::Off);
+        }
+        match &self.call_graph {
+            None => Ok(CallGraphMode::default()),
+            Some(m) => m.parse().map_err(lift),
+        }
+    }
+
     /// The flags as `kind = "profile"` options, checked (bad input exits 2, a host
     /// without a usable perf 1).
     fn spec(&self) -> anyhow::Result<ProfileKind> {
         let spec = ProfileKind {
             duration: self.duration.clone(),
             frequency: self.frequency,
-            call_graph: !self.no_call_graph,
+            call_graph: self.call_graph_mode()?,
+            off_cpu: self.off_cpu,
+            jit: !self.no_jit,
             event: self.event.clone(),
             output_dir: self.output.clone(),
             command_output: match (&self.command_output, self.view.json) {

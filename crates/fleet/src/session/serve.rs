@@ -317,7 +317,9 @@ mod tests {
     fn profile() -> Request {
         Request::Profile(perflab_workloads::spec::ProfileAttachment {
             frequency: 499,
-            call_graph: false,
+            call_graph: perflab_workloads::spec::CallGraphMode::Off,
+            off_cpu: false,
+            jit: true,
             top: 3,
             service: true,
             workload: false,

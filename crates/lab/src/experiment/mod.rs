@@ -84,7 +84,12 @@ pub struct ProfileConfig {
     /// Which repetitions of each config (empty: all).
     pub repetitions: Vec<u32>,
     pub frequency: u32,
-    pub call_graph: bool,
+    /// How call chains are recorded (`call_graph = true|false|"fp"|"dwarf"|"auto"`).
+    pub call_graph: perflab_profile::CallGraphMode,
+    /// `off_cpu = true`: also record blocked time per stack.
+    pub off_cpu: bool,
+    /// `jit = false` turns off naming JIT frames (on by default).
+    pub jit: bool,
     /// How many top functions become metrics.
     pub top: usize,
 }

@@ -80,7 +80,9 @@ pub(super) fn profile(
         workload,
         repetitions,
         frequency,
-        call_graph: p.call_graph.unwrap_or(true),
+        call_graph: p.call_graph.unwrap_or_default(),
+        off_cpu: p.off_cpu.unwrap_or(false),
+        jit: p.jit.unwrap_or(true),
         top,
     })
 }

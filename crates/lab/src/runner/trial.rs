@@ -191,6 +191,8 @@ impl Runner<'_> {
                     .map(|p| ProfileAttachment {
                         frequency: p.frequency,
                         call_graph: p.call_graph,
+                        off_cpu: p.off_cpu,
+                        jit: p.jit,
                         top: p.top,
                         service: p.service,
                         workload: p.workload,
