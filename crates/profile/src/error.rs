@@ -26,6 +26,13 @@ pub enum ProfileError {
     )]
     EventUnsupported,
 
+    #[error(
+        "off-CPU profiling needs the sched:sched_switch tracepoint, which perf cannot use \
+         here: {detail}; fix: as root, `mount -t tracefs nodev /sys/kernel/tracing` \
+         (perflab mounts it itself when it runs as root), or profile without --off-cpu"
+    )]
+    TracepointsUnavailable { detail: String },
+
     #[error("no process with pid {0}")]
     NoSuchProcess(i32),
 

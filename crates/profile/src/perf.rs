@@ -107,6 +107,10 @@ pub fn preflight(perf: &Path, args: &[String]) -> Result<()> {
 /// A failed perf command: a permission problem, or anything else (with perf's words).
 pub fn classify_failure(command: &str, status: &str, stderr: &str) -> ProfileError {
     let lower = stderr.to_lowercase();
+    // Before the permission words: perf's tracefs hints say "No permissions to read".
+    if let Some(e) = crate::offcpu::tracepoint_failure(stderr) {
+        return e;
+    }
     let denied = [
         "perf_event_paranoid",
         "permission",
@@ -161,24 +165,51 @@ pub fn evlist(perf: &Path, data: &Path) -> Result<Vec<String>> {
         .collect())
 }
 
+/// The sampling frequency of a recording's first event (`perf evlist -F`:
+/// `cpu-clock: sample_freq=999`); None where it samples by period.
+pub fn sample_frequency(perf: &Path, data: &Path) -> Option<u32> {
+    let out = Command::new(perf)
+        .args(["evlist", "-F", "-i"])
+        .arg(data)
+        .stdin(Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let first = text
+        .lines()
+        .find(|l| !l.trim().is_empty() && !l.starts_with('#'))?;
+    let v = first.split("sample_freq=").nth(1)?;
+    v.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+}
+
 /// `perf script` text with perflab's fields. Samples recorded without the CPU (an
 /// older recording, or one not made by perflab) are read again without that field.
 pub fn script(perf: &Path, data: &Path) -> Result<String> {
+    script_with(perf, data, false)
+}
+
+/// [`script`], and with `off_cpu` the tracepoints' fields and the context-switch
+/// records too (what [`crate::offcpu`] reads).
+pub fn script_with(perf: &Path, data: &Path, off_cpu: bool) -> Result<String> {
+    let fields = if off_cpu {
+        format!("{SCRIPT_FIELDS},trace")
+    } else {
+        SCRIPT_FIELDS.to_string()
+    };
     let run = |fields: &str| {
-        Command::new(perf)
-            .arg("script")
-            .arg("-i")
-            .arg(data)
-            .arg("-F")
-            .arg(fields)
-            .stdin(Stdio::null())
+        let mut cmd = Command::new(perf);
+        cmd.arg("script").arg("-i").arg(data).arg("-F").arg(fields);
+        if off_cpu {
+            cmd.arg("--show-switch-events");
+        }
+        cmd.stdin(Stdio::null())
             .output()
             .map_err(|e| ProfileError::io("cannot run perf script", e))
     };
-    let mut out = run(SCRIPT_FIELDS)?;
+    let mut out = run(&fields)?;
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     if !out.status.success() || err.contains("Cannot print 'cpu' field") {
-        out = run(&SCRIPT_FIELDS.replace("cpu,", ""))?;
+        out = run(&fields.replace("cpu,", ""))?;
     }
     if !out.status.success() {
         return Err(classify_failure(

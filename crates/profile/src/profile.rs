@@ -1,11 +1,13 @@
 //! A recorded profile: the samples read back from perf, and everything derived from
-//! them (report, folded stacks, flame graph, call graph, per-routine view).
+//! them (report, folded stacks, flame graph, call graph, per-routine view), and the
+//! off-CPU time where it was recorded ([`crate::offcpu`]).
 
 use std::path::{Path, PathBuf};
 
 use crate::annotate::{self, RoutineView};
 use crate::callgraph::{self, CallGraph};
 use crate::error::{ProfileError, Result};
+use crate::offcpu::{self, OffCpu, OffCpuReport};
 use crate::reduce::{self, Report, ReportOptions};
 use crate::script::{self, Sample};
 use crate::{flame, perf};
@@ -24,6 +26,9 @@ pub struct Profile {
     /// The exit status of the profiled command (`Target::Command`, ran to its end).
     pub command_status: Option<i32>,
     pub frequency: Option<u32>,
+    /// Blocked time per stack, when the recording has it (`--off-cpu`); its switch
+    /// samples are not among `samples`.
+    pub off_cpu: Option<OffCpu>,
     perf: Option<PathBuf>,
 }
 
@@ -60,10 +65,24 @@ impl Profile {
     }
 
     pub(crate) fn load(perf: &Path, data: &Path) -> Result<Profile> {
-        let text = perf::script(perf, data)?;
+        let events = perf::evlist(perf, data)?;
+        let off_cpu = events.iter().any(|e| e == offcpu::SWITCH_TRACEPOINT);
+        let text = perf::script_with(perf, data, off_cpu)?;
         let mut p = Profile::from_script(&text);
-        if let Some(ev) = perf::evlist(perf, data)?.into_iter().next() {
+        if let Some(ev) = events.into_iter().next() {
             p.event = ev;
+        }
+        if off_cpu {
+            p.frequency = perf::sample_frequency(perf, data);
+            // Recorded, but the tasks never switched out: say so, not a silent zero.
+            p.off_cpu.get_or_insert_with(|| OffCpu {
+                notes: vec![
+                    "no switch-out of the profiled tasks was recorded: they never \
+                             blocked, or perf lost the tracepoint's samples"
+                        .into(),
+                ],
+                ..OffCpu::default()
+            });
         }
         p.perf_data = Some(data.to_path_buf());
         p.perf = Some(perf.to_path_buf());
@@ -73,7 +92,11 @@ impl Profile {
     /// A profile from `perf script` text (fields as in [`script::SCRIPT_FIELDS`]), e.g.
     /// a fixture. The event is the first sample's.
     pub fn from_script(text: &str) -> Profile {
-        let parsed = script::parse(text);
+        let mut parsed = script::parse(text);
+        let off_cpu = OffCpu::from_samples(&parsed.samples);
+        if off_cpu.is_some() {
+            parsed.samples.retain(|s| !offcpu::is_switch(s));
+        }
         Profile {
             event: parsed
                 .samples
@@ -86,6 +109,7 @@ impl Profile {
             skipped_lines: parsed.skipped_lines,
             command_status: None,
             frequency: None,
+            off_cpu,
             perf: None,
         }
     }
@@ -110,11 +134,51 @@ impl Profile {
         self.flamegraph_svg_with(&ReportOptions::default())
     }
 
-    /// A flame graph (SVG) of the samples that pass the filters of `o`.
+    /// A flame graph (SVG) of the samples that pass the filters of `o`; with off-CPU
+    /// time, the wall-clock one (on- and off-CPU, told apart by colour).
     pub fn flamegraph_svg_with(&self, o: &ReportOptions) -> Result<Vec<u8>> {
         let n = self.samples.iter().filter(|s| o.selects(s)).count();
+        if let (Some(folded), Some(r)) = (self.wall_folded(o), self.off_cpu_report(o)) {
+            let subtitle = format!(
+                "wall clock · on-CPU {:.1} ms ({} samples of {}, warm) · off-CPU {:.1} ms \
+                 ({:.1}%, blue) · mode {}",
+                r.on_cpu_ms,
+                n,
+                self.event,
+                r.off_cpu_ms,
+                r.off_cpu_pct,
+                o.mode.as_str()
+            );
+            return flame::wall_svg(&folded, "perflab profile (wall clock)", Some(&subtitle));
+        }
         let subtitle = format!("{} · {n} samples · mode {}", self.event, o.mode.as_str());
         flame::svg(&self.folded_with(o), "perflab profile", Some(&subtitle))
+    }
+
+    /// One on-CPU sample's time in microseconds: the sampling period, 1/frequency
+    /// (999 Hz, perflab's default, where the recording does not say).
+    pub fn us_per_sample(&self) -> f64 {
+        1e6 / f64::from(self.frequency.filter(|f| *f > 0).unwrap_or(999))
+    }
+
+    /// The off-CPU report of the tasks that pass the filters of `o` (None: recorded
+    /// without off-CPU time).
+    pub fn off_cpu_report(&self, o: &ReportOptions) -> Option<OffCpuReport> {
+        let off = self.off_cpu.as_ref()?;
+        let n = self.samples.iter().filter(|s| o.selects(s)).count();
+        Some(off.report(n as f64 * self.us_per_sample(), o))
+    }
+
+    /// Wall-clock folded stacks in microseconds, on- and off-CPU (these ending in
+    /// `[off-cpu]`), of what passes the filters of `o` (None: no off-CPU time recorded).
+    pub fn wall_folded(&self, o: &ReportOptions) -> Option<String> {
+        let off = self.off_cpu.as_ref()?;
+        Some(flame::wall_folded(
+            &self.samples,
+            off,
+            self.us_per_sample(),
+            o,
+        ))
     }
 
     /// The `n` functions with the largest share of all non-idle samples, in percent.

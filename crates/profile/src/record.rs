@@ -119,6 +119,8 @@ pub struct Running {
     is_command: bool,
     frequency: u32,
     started: Instant,
+    /// Said of the off-CPU recording (tracefs mounted here).
+    tracefs_note: Option<String>,
     /// perf's control channel, open while it records (None: a command perf starts).
     _control: Option<Control>,
 }
@@ -131,6 +133,10 @@ impl Profiler {
         let perf = perf::find_perf()?;
         let (event, event_note) = choose_event(spec.event, &perf)?;
         let args = record_args(spec, event);
+        let tracefs_note = match spec.off_cpu {
+            true => crate::offcpu::ensure_tracefs()?,
+            false => None,
+        };
         perf::preflight(&perf, &args)?;
         let data = output_dir(spec)?.join("perf.data");
         let mut cmd = Command::new(&perf);
@@ -184,6 +190,7 @@ impl Profiler {
             is_command: matches!(spec.target, Target::Command(_)),
             frequency: spec.frequency,
             started: Instant::now(),
+            tracefs_note,
             _control: None,
         };
         if let Some(mut c) = control {
@@ -231,6 +238,7 @@ fn record_args(spec: &ProfileSpec, event: &str) -> Vec<String> {
         }
         Target::Command(_) => {}
     }
+    crate::offcpu::add_record_args(spec, &mut args);
     args
 }
 
@@ -379,6 +387,9 @@ impl Running {
         }
         p.event_note = self.event_note.clone();
         p.frequency = Some(self.frequency);
+        if let (Some(off), Some(note)) = (p.off_cpu.as_mut(), &self.tracefs_note) {
+            off.notes.push(note.clone());
+        }
         // perf record exits with the status of the command it ran.
         if self.is_command && !signalled {
             p.command_status = status.code();

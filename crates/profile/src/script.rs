@@ -7,7 +7,9 @@
 //! Fixing the fields (instead of relying on the default layout) is what makes the
 //! format parseable. Two layouts exist: with call graphs, a header line followed by
 //! one indented frame per line (leaf first) and a blank line; without, the single frame
-//! on the header line.
+//! on the header line. An off-CPU recording adds the `trace` field (a tracepoint's
+//! fields, after the event) and context-switch records (`PERF_RECORD_SWITCH IN`, one
+//! line, no colon after the name), both kept in [`Sample::trace`].
 
 use std::sync::OnceLock;
 
@@ -72,6 +74,10 @@ pub struct Sample {
     pub event: String,
     /// Leaf (the sampled instruction) first, then its callers.
     pub frames: Vec<Frame>,
+    /// A tracepoint's fields as perf prints them (`prev_pid=12 prev_state=S ==> ...`),
+    /// or `IN` / `OUT preempt` of a context-switch record (`PERF_RECORD_SWITCH`); None
+    /// for a sampled instruction (see [`crate::offcpu`]).
+    pub trace: Option<String>,
 }
 
 impl Sample {
@@ -96,6 +102,17 @@ impl Sample {
 pub struct Parsed {
     pub samples: Vec<Sample>,
     pub skipped_lines: usize,
+}
+
+/// `comm 12/12 [001] 3.25: PERF_RECORD_SWITCH OUT preempt` (`--show-switch-events`).
+fn switch_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(
+            r"^\s*(?P<comm>.*?)\s+(?P<pid>-?\d+)/(?P<tid>-?\d+)\s+(?:\[(?P<cpu>\d+)\]\s+)?(?:(?P<time>\d+\.\d+):\s+)?(?P<event>PERF_RECORD_SWITCH(?:_CPU_WIDE)?)\s+(?P<rest>(?:IN|OUT).*?)\s*$",
+        )
+        .expect("valid regex")
+    })
 }
 
 fn header_re() -> &'static Regex {
@@ -128,7 +145,10 @@ pub fn parse(text: &str) -> Parsed {
             }
             continue;
         }
-        let Some(c) = header_re().captures(line) else {
+        let Some(c) = switch_re()
+            .captures(line)
+            .or_else(|| header_re().captures(line))
+        else {
             out.skipped_lines += 1;
             continue;
         };
@@ -144,9 +164,14 @@ pub fn parse(text: &str) -> Parsed {
             time: c.name("time").and_then(|m| m.as_str().parse().ok()),
             event: c["event"].to_string(),
             frames: Vec::new(),
+            trace: None,
         };
-        if let Some(f) = c.name("rest").and_then(|m| parse_frame(m.as_str())) {
-            s.frames.push(f);
+        if let Some(rest) = c.name("rest").map(|m| m.as_str()) {
+            match parse_frame(rest) {
+                Some(f) => s.frames.push(f),
+                None if !rest.is_empty() => s.trace = Some(rest.to_string()),
+                None => {}
+            }
         }
         current = Some(s);
     }
