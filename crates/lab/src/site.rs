@@ -292,6 +292,18 @@ pub struct ProfileResult {
     /// the differential profile needs. 0: not known (an older worker's answer).
     #[serde(default)]
     pub frequency: u32,
+    /// With `off_cpu = true`: the blocked time and its shares, and the wall-clock
+    /// folded stacks (boxed: a reply over a session stays small without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub off_cpu: Option<Box<OffCpuResult>>,
+}
+
+/// A trial's off-CPU profile: the report and the wall-clock folded stacks
+/// (microseconds, the off-CPU ones ending in `[off-cpu]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OffCpuResult {
+    pub report: perflab_profile::OffCpuReport,
+    pub wall_folded: String,
 }
 
 impl ProfileResult {
@@ -307,6 +319,12 @@ impl ProfileResult {
             top: p.top_functions(top),
             pid,
             frequency: p.frequency.unwrap_or(0),
+            off_cpu: p.off_cpu_report(&ReportOptions::default()).map(|report| {
+                Box::new(OffCpuResult {
+                    report,
+                    wall_folded: p.wall_folded(&ReportOptions::default()).unwrap_or_default(),
+                })
+            }),
         }
     }
 }

@@ -119,8 +119,8 @@ pub struct Running {
     is_command: bool,
     frequency: u32,
     started: Instant,
-    /// Said of the off-CPU recording (tracefs mounted here).
-    tracefs_note: Option<String>,
+    /// perflab mounted tracefs for the off-CPU recording (a note says so).
+    mounted_tracefs: bool,
     /// perf's control channel, open while it records (None: a command perf starts).
     _control: Option<Control>,
 }
@@ -133,10 +133,7 @@ impl Profiler {
         let perf = perf::find_perf()?;
         let (event, event_note) = choose_event(spec.event, &perf)?;
         let args = record_args(spec, event);
-        let tracefs_note = match spec.off_cpu {
-            true => crate::offcpu::ensure_tracefs()?,
-            false => None,
-        };
+        let mounted_tracefs = spec.off_cpu && crate::offcpu::ensure_tracefs()?;
         perf::preflight(&perf, &args)?;
         let data = output_dir(spec)?.join("perf.data");
         let mut cmd = Command::new(&perf);
@@ -190,7 +187,7 @@ impl Profiler {
             is_command: matches!(spec.target, Target::Command(_)),
             frequency: spec.frequency,
             started: Instant::now(),
-            tracefs_note,
+            mounted_tracefs,
             _control: None,
         };
         if let Some(mut c) = control {
@@ -387,8 +384,8 @@ impl Running {
         }
         p.event_note = self.event_note.clone();
         p.frequency = Some(self.frequency);
-        if let (Some(off), Some(note)) = (p.off_cpu.as_mut(), &self.tracefs_note) {
-            off.notes.push(note.clone());
+        if let Some(off) = p.off_cpu.as_mut().filter(|_| self.mounted_tracefs) {
+            off.notes.push(crate::offcpu::MOUNTED_NOTE.into());
         }
         // perf record exits with the status of the command it ran.
         if self.is_command && !signalled {

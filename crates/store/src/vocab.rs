@@ -46,6 +46,10 @@ pub const RUN_STATES: &[(&str, &str)] = &[
 pub const ARTIFACT_PROFILE: &str = "profile.json";
 /// Folded call stacks of a profiled trial (`inferno`/`flamegraph.pl` input).
 pub const ARTIFACT_STACKS: &str = "stacks.folded";
+/// Wall-clock folded stacks of a profile recorded with off-CPU time: on- and off-CPU
+/// stacks in microseconds, the off-CPU ones ending in `[off-cpu]` (`stacks.folded`
+/// stays on-CPU samples, which the differential profile reads).
+pub const ARTIFACT_WALL_STACKS: &str = "stacks.wall.folded";
 /// The flame graph (SVG) of a profiled trial.
 pub const ARTIFACT_FLAMEGRAPH: &str = "flamegraph.svg";
 /// The doctor's findings around a trial (JSON).

@@ -10,7 +10,10 @@
 //! experiment's `[profile]` uses, so `perflab report` finds it) with what the command
 //! prints beside it ([`ProfileDocument`]: event note, perf.data, the command's status),
 //! folded stacks and flame graph as artifacts, and the top functions' shares as
-//! `fn:NAME` metrics, as a `[profile]` trial stores them.
+//! `fn:NAME` metrics, as a `[profile]` trial stores them. Recorded with `off_cpu`, the
+//! document has the off-CPU report, the flame graph is the wall-clock one, the
+//! wall-clock folded stacks are one more artifact and `offcpu_*` metrics join the
+//! `fn:` ones ([`off_cpu_metrics`]).
 //!
 //! The report options (threshold, mode, filters) are part of the spec: the stored
 //! report is the one the user asked for. Only the per-routine view needs the perf.data
@@ -21,10 +24,12 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use perflab_profile::{
-    CallGraphMode, CommandOutput, Event, Mode, Profile, ProfileError, ProfileSpec, Profiler,
-    Report, ReportOptions, Target,
+    CallGraphMode, CommandOutput, Event, Mode, OffCpuReport, Profile, ProfileError, ProfileSpec,
+    Profiler, Report, ReportOptions, Target,
 };
-use perflab_store::vocab::{ARTIFACT_FLAMEGRAPH, ARTIFACT_PROFILE, ARTIFACT_STACKS};
+use perflab_store::vocab::{
+    ARTIFACT_FLAMEGRAPH, ARTIFACT_PROFILE, ARTIFACT_STACKS, ARTIFACT_WALL_STACKS,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::{ArtifactData, Measurement, MetricValue, TrialContext, Workload, WorkloadError};
@@ -275,6 +280,9 @@ pub struct ProfileDocument {
     pub call_graph: bool,
     /// `perf --version` there.
     pub perf_version: Option<String>,
+    /// Blocked time and its shares, when recorded with `--off-cpu`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub off_cpu: Option<OffCpuReport>,
 }
 
 impl ProfileDocument {
@@ -303,6 +311,7 @@ pub fn measurement(
         perf_version: perflab_profile::perf::find_perf()
             .ok()
             .and_then(|perf| perflab_profile::perf::version(&perf)),
+        off_cpu: p.off_cpu_report(opts),
     };
     let artifact = |name: &str, media_type: &str, content: Vec<u8>| ArtifactData {
         name: name.into(),
@@ -311,12 +320,22 @@ pub fn measurement(
     };
     let json = serde_json::to_vec_pretty(&doc)
         .map_err(|e| ProfileError::BadInput(format!("the report: {e}")))?;
+    let mut metrics: Vec<MetricValue> = p
+        .top_functions(k.top)
+        .into_iter()
+        .map(|(name, pct)| MetricValue::new(&format!("fn:{name}"), "%", pct, "lower"))
+        .collect();
+    let mut wall = Vec::new();
+    if let (Some(r), Some(folded)) = (&doc.off_cpu, p.wall_folded(opts)) {
+        metrics.extend(off_cpu_metrics(r, k.top));
+        wall.push(artifact(
+            ARTIFACT_WALL_STACKS,
+            "text/plain",
+            folded.into_bytes(),
+        ));
+    }
     Ok(Measurement {
-        metrics: p
-            .top_functions(k.top)
-            .into_iter()
-            .map(|(name, pct)| MetricValue::new(&format!("fn:{name}"), "%", pct, "lower"))
-            .collect(),
+        metrics,
         artifacts: vec![
             artifact(ARTIFACT_PROFILE, "application/json", json),
             artifact(
@@ -329,10 +348,31 @@ pub fn measurement(
                 "image/svg+xml",
                 p.flamegraph_svg_with(opts)?,
             ),
-        ],
+        ]
+        .into_iter()
+        .chain(wall)
+        .collect(),
         method: Some("perf".into()),
         ..Measurement::default()
     })
+}
+
+/// A profile's off-CPU metrics: `offcpu_share` (percent of the wall-clock profile),
+/// `offcpu_ms`, and the top `top` blocked functions' inclusive shares as
+/// `offcpu:NAME`, beside the `fn:NAME` on-CPU shares (like them, shares, not evidence
+/// for the why block: `perflab_analysis::why::kind_of` leaves them out).
+pub fn off_cpu_metrics(r: &OffCpuReport, top: usize) -> Vec<MetricValue> {
+    let mut m = vec![
+        MetricValue::new("offcpu_share", "%", r.off_cpu_pct, "lower"),
+        MetricValue::new("offcpu_ms", "ms", r.off_cpu_ms, "lower"),
+    ];
+    m.extend(
+        r.functions
+            .iter()
+            .take(top)
+            .map(|f| MetricValue::new(&format!("offcpu:{}", f.name), "%", f.pct, "lower")),
+    );
+    m
 }
 
 #[cfg(test)]

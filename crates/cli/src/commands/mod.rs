@@ -13,6 +13,7 @@ pub mod http_agents;
 pub mod import;
 pub mod mem;
 pub mod net;
+pub mod offcpu;
 pub mod on_host;
 pub mod oneliner;
 pub mod profile;

@@ -20,11 +20,12 @@ use anyhow::Context;
 use comfy_table::{Cell, CellAlignment, Table};
 use perflab_lab::single::OneTrial;
 use perflab_profile::{
-    CallGraph, CallGraphMode, Mode, Profile, ProfileError, Report, ReportOptions, RoutineView,
+    CallGraph, CallGraphMode, Mode, OffCpuReport, Profile, ProfileError, Report, ReportOptions,
+    RoutineView,
 };
 use perflab_store::TrialStatus;
 use perflab_store::{
-    vocab::{ARTIFACT_FLAMEGRAPH, ARTIFACT_PROFILE, ARTIFACT_STACKS},
+    vocab::{ARTIFACT_FLAMEGRAPH, ARTIFACT_PROFILE, ARTIFACT_STACKS, ARTIFACT_WALL_STACKS},
     Store,
 };
 use perflab_workloads::profile::{
@@ -452,6 +453,8 @@ struct Shown<'a> {
     perf_data: Option<&'a Path>,
     folded: &'a str,
     svg: &'a [u8],
+    /// With off-CPU time: its report, and the wall-clock folded stacks `--folded` writes.
+    off_cpu: Option<(&'a OffCpuReport, &'a str)>,
 }
 
 impl<'a> Shown<'a> {
@@ -469,6 +472,10 @@ impl<'a> Shown<'a> {
             perf_data: doc.perf_data.as_deref(),
             folded: std::str::from_utf8(artifact(ARTIFACT_STACKS)).unwrap_or_default(),
             svg: artifact(ARTIFACT_FLAMEGRAPH),
+            off_cpu: doc.off_cpu.as_ref().map(|r| {
+                let wall = std::str::from_utf8(artifact(ARTIFACT_WALL_STACKS));
+                (r, wall.unwrap_or_default())
+            }),
         }
     }
 }
@@ -484,7 +491,8 @@ fn show(
     run_id: Option<i64>,
 ) -> anyhow::Result<()> {
     if let Some(f) = &v.folded {
-        std::fs::write(f, r.folded).with_context(|| format!("cannot write {}", f.display()))?;
+        let folded = r.off_cpu.map_or(r.folded, |(_, wall)| wall);
+        std::fs::write(f, folded).with_context(|| format!("cannot write {}", f.display()))?;
         say(g, &format!("profile: folded stacks in {}", f.display()));
     }
     if let Some(f) = &v.flamegraph {
@@ -519,6 +527,9 @@ fn show(
         m.insert("event_note".into(), json!(r.event_note));
         m.insert("run_id".into(), json!(run_id));
         m.insert("perf_data".into(), json!(r.perf_data));
+        if let Some((off, _)) = r.off_cpu {
+            m.insert("off_cpu".into(), serde_json::to_value(off)?);
+        }
         if let Some((rv, cg)) = &routine {
             m.insert("routine".into(), serde_json::to_value(rv)?);
             m.insert("call_graph".into(), serde_json::to_value(cg)?);
@@ -529,6 +540,9 @@ fn show(
         return Ok(());
     }
     print_report(r.event_note, r.report, opts);
+    if let Some((off, _)) = r.off_cpu {
+        super::offcpu::print(off);
+    }
     if let Some((rv, cg)) = &routine {
         println!();
         match rv {
@@ -670,6 +684,8 @@ fn report(g: &Global, a: &ReportArgs) -> anyhow::Result<ExitCode> {
     let profile = Profile::from_perf_data(&data).map_err(lift)?;
     let report = profile.report(&opts);
     let folded = profile.folded_with(&opts);
+    let off_cpu = profile.off_cpu_report(&opts);
+    let wall = profile.wall_folded(&opts).unwrap_or_default();
     let svg = if a.view.flamegraph.is_some() {
         profile.flamegraph_svg_with(&opts).map_err(lift)?
     } else {
@@ -681,6 +697,7 @@ fn report(g: &Global, a: &ReportArgs) -> anyhow::Result<ExitCode> {
         perf_data: profile.perf_data.as_deref(),
         folded: &folded,
         svg: &svg,
+        off_cpu: off_cpu.as_ref().map(|r| (r, wall.as_str())),
     };
     show(g, &shown, Some(&profile), &opts, &a.view, None)?;
     Ok(ExitCode::SUCCESS)

@@ -388,6 +388,8 @@ fn add_profile(m: &mut Measurement, p: &ProfileResult, host: Option<&str>) {
         host: Option<&'a str>,
         #[serde(skip_serializing_if = "Option::is_none")]
         pid: Option<Option<i32>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        off_cpu: Option<&'a perflab_profile::OffCpuReport>,
     }
     // The kernel's share of the samples: the profiler study's first figure (70 % there).
     m.metrics.push(perflab_store::MetricValue::new(
@@ -401,6 +403,7 @@ fn add_profile(m: &mut Measurement, p: &ProfileResult, host: Option<&str>) {
         frequency: (p.frequency > 0).then_some(p.frequency),
         host,
         pid: host.map(|_| p.pid),
+        off_cpu: p.off_cpu.as_ref().map(|o| &o.report),
     });
     m.artifacts.push(ArtifactData {
         name: ARTIFACT_PROFILE.into(),
@@ -427,4 +430,25 @@ fn add_profile(m: &mut Measurement, p: &ProfileResult, host: Option<&str>) {
             "lower",
         ));
     }
+    add_off_cpu(m, p);
+}
+
+/// With `[profile] off_cpu = true`: the off-CPU metrics (`offcpu_share`, `offcpu_ms`,
+/// `offcpu:NAME`, as `perflab profile --off-cpu` makes them) and the wall-clock folded
+/// stacks (`stacks.wall.folded`).
+fn add_off_cpu(m: &mut Measurement, p: &ProfileResult) {
+    let Some(off) = &p.off_cpu else {
+        return;
+    };
+    let r = &off.report;
+    m.metrics
+        .extend(perflab_workloads::profile::off_cpu_metrics(
+            r,
+            r.functions.len(),
+        ));
+    m.artifacts.push(ArtifactData {
+        name: perflab_store::vocab::ARTIFACT_WALL_STACKS.into(),
+        media_type: "text/plain".into(),
+        content: off.wall_folded.clone().into_bytes(),
+    });
 }

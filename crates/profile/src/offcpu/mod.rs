@@ -77,13 +77,17 @@ pub(crate) fn add_record_args(spec: &ProfileSpec, args: &mut Vec<String>) {
     }
 }
 
+/// What the report says when perflab mounted tracefs.
+pub(crate) const MOUNTED_NOTE: &str =
+    "perflab mounted tracefs at /sys/kernel/tracing (perf reads sched:sched_switch there)";
+
 /// Makes sure perf can read the tracepoint's format from tracefs: there already, or
-/// mounted here when perflab runs as root (a note says so); else an error naming the
-/// fix.
-pub(crate) fn ensure_tracefs() -> Result<Option<String>> {
+/// mounted here when perflab runs as root (true: it did, and a note says so); else an
+/// error naming the fix.
+pub(crate) fn ensure_tracefs() -> Result<bool> {
     let event = Path::new(TRACEFS).join("events/sched/sched_switch");
     if event.exists() || Path::new("/sys/kernel/debug/tracing/events/sched/sched_switch").exists() {
-        return Ok(None);
+        return Ok(false);
     }
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
@@ -100,9 +104,7 @@ pub(crate) fn ensure_tracefs() -> Result<Option<String>> {
             ),
         });
     }
-    Ok(Some(format!(
-        "mounted tracefs at {TRACEFS} (perf reads sched:sched_switch there)"
-    )))
+    Ok(true)
 }
 
 fn mount_tracefs() -> Result<()> {
