@@ -7,6 +7,20 @@ use perflab_profile::OffCpuReport;
 
 use crate::format::STYLE;
 
+/// Frames a stack shows at most in the table: the task, then the innermost ones (the
+/// JSON and the folded stacks have them all).
+const SHOWN_FRAMES: usize = 8;
+
+/// `comm;…;innermost frames` for a long stack.
+fn short(stack: &str) -> String {
+    let frames: Vec<&str> = stack.split(';').collect();
+    if frames.len() <= SHOWN_FRAMES + 1 {
+        return stack.to_string();
+    }
+    let tail = &frames[frames.len() - SHOWN_FRAMES..];
+    format!("{};…;{}", frames[0], tail.join(";"))
+}
+
 /// Prints the off-CPU report under the on-CPU one.
 pub fn print(r: &OffCpuReport) {
     println!();
@@ -41,18 +55,28 @@ pub fn print(r: &OffCpuReport) {
     let mut t = Table::new();
     t.load_style(STYLE);
     t.set_header(vec![
-        "blocked stack (outermost first)",
+        "blocked stack (task;…;innermost frames)",
         "off-CPU ms",
         "% wall",
     ]);
     for s in &r.stacks {
         t.add_row(vec![
-            Cell::new(&s.stack),
+            Cell::new(short(&s.stack)),
             right(format!("{:.1}", s.off_cpu_ms)),
             right(format!("{:.1}%", s.pct)),
         ]);
     }
     if !r.stacks.is_empty() {
         println!("{t}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn long_stacks_keep_the_task_and_the_innermost_frames() {
+        assert_eq!(super::short("a;b;c"), "a;b;c");
+        let long = "task;1;2;3;4;5;6;7;8;9;10";
+        assert_eq!(super::short(long), "task;…;3;4;5;6;7;8;9;10");
     }
 }

@@ -48,11 +48,18 @@ Examples:
   perflab profile -F 999 --json -- ./hot > report.json
   perflab profile report /tmp/perflab-profile-XXXX --routine hot_function
   perflab profile report 12 --comm nginx           # a stored run (its perf.data)
+  perflab profile --off-cpu --folded wall.folded -- ./server   # + blocked time per stack
 
 The event is `cycles` where the CPU has a PMU, else `cpu-clock` (virtual machines);
 the report says which. perf.data is kept (--output DIR, else a temp dir, printed).
 Needs `perf` (apt-get install linux-perf) and permission to use it (root, or
 sysctl kernel.perf_event_paranoid=1; -a needs 0 or lower, or CAP_PERFMON).
+
+--off-cpu adds blocked time (switch-out to switch-in, sched:sched_switch with
+stacks): the report's off-CPU share of the wall-clock profile and its blocked
+functions and stacks, a wall-clock flame graph (off-CPU frames in blue) and, with
+--folded, on- and off-CPU stacks in microseconds (off-CPU ones end in [off-cpu]).
+It needs tracefs (perflab mounts it when root).
 
 Exit codes: 0 ok, 1 could not run (perf missing or not permitted), 2 bad input,
             130 interrupted (what was recorded is still reported and stored).";
@@ -102,7 +109,8 @@ struct RecordArgs {
     call_graph: Option<String>,
 
     /// Also record time spent off the CPU (blocked: locks, disk, network, sleep), per
-    /// stack, and draw it beside the on-CPU time in one wall-clock flame graph.
+    /// stack, and draw it beside the on-CPU time in one wall-clock flame graph;
+    /// --folded then writes both in microseconds, off-CPU stacks ending in [off-cpu].
     #[arg(long)]
     off_cpu: bool,
 
