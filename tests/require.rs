@@ -61,6 +61,7 @@ pub const PACKAGES: &[(&str, &str)] = &[
     ("openssl", "openssl"),
     ("perf", "linux-perf"),
     ("python3", "python3"),
+    ("setpriv", "util-linux"),
     ("sinfo", "slurm-wlm"),
     ("slurmctld", "slurm-wlm"),
     ("slurmd", "slurm-wlm"),
@@ -68,6 +69,7 @@ pub const PACKAGES: &[(&str, &str)] = &[
     ("ssh", "openssh-client"),
     ("ssh-keygen", "openssh-client"),
     ("sshd", "openssh-server"),
+    ("unshare", "util-linux"),
     ("wrk", "wrk"),
 ];
 

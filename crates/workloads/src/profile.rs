@@ -423,4 +423,40 @@ mod tests {
         assert_eq!(doc.report, p.report(&ReportOptions::default()));
         assert_eq!(m.method.as_deref(), Some("perf"));
     }
+
+    #[test]
+    fn an_off_cpu_profile_is_measured_with_its_shares_and_wall_clock_stacks() {
+        let text = "\
+prog 100/100 [000] 10.000000: cpu-clock: \n\t    1186 compute+0x3d (/tmp/prog)\n\n\
+prog 100/100 [000] 10.001000: sched:sched_switch: prev_comm=prog prev_pid=100 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120\n\
+\tffffffff821facd8 __schedule+0x618 ([kernel.kallsyms])\n\t    1200 wait_for_io+0x10 (/tmp/prog)\n\n\
+prog 100/100 [000] 10.010000: PERF_RECORD_SWITCH IN\n";
+        let mut p = Profile::from_script(text);
+        p.frequency = Some(1000);
+        let mut k = ProfileKind::new(ProfileTarget::Command(vec!["prog".into()]));
+        k.off_cpu = true;
+        let m = measurement(&k, &p, &ReportOptions::default()).unwrap();
+        let metric = |n: &str| m.metrics.iter().find(|x| x.name == n).map(|x| x.value);
+        // 1 ms on-CPU, 9 ms blocked.
+        assert_eq!(metric("offcpu_ms"), Some(9.0));
+        assert_eq!(metric("offcpu_share"), Some(90.0));
+        assert_eq!(metric("offcpu:wait_for_io"), Some(90.0));
+        let wall = m
+            .artifacts
+            .iter()
+            .find(|a| a.name == ARTIFACT_WALL_STACKS)
+            .expect("wall-clock stacks");
+        assert_eq!(
+            String::from_utf8_lossy(&wall.content),
+            "prog;compute 1000\nprog;wait_for_io;__schedule;[off-cpu] 9000\n"
+        );
+        let doc = ProfileDocument::in_measurement(&m).unwrap();
+        assert_eq!(doc.off_cpu.unwrap().switches, 1);
+        // Without off-CPU time none of it is there.
+        let plain =
+            Profile::from_script("prog 1/1 [000] 1.0: cpu-clock: \n\t    1186 f+0x3d (/a)\n");
+        let m = measurement(&k, &plain, &ReportOptions::default()).unwrap();
+        assert!(m.metrics.iter().all(|x| !x.name.starts_with("offcpu")));
+        assert!(m.artifacts.iter().all(|a| a.name != ARTIFACT_WALL_STACKS));
+    }
 }
