@@ -17,6 +17,7 @@ pub mod offcpu;
 pub mod on_host;
 pub mod oneliner;
 pub mod profile;
+pub mod profile_text;
 pub mod report;
 pub mod run;
 pub mod runs;

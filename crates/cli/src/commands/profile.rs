@@ -20,8 +20,7 @@ use anyhow::Context;
 use comfy_table::{Cell, CellAlignment, Table};
 use perflab_lab::single::OneTrial;
 use perflab_profile::{
-    CallGraph, CallGraphMode, Mode, OffCpuReport, Profile, ProfileError, Report, ReportOptions,
-    RoutineView,
+    CallGraphMode, Mode, OffCpuReport, Profile, ProfileError, Report, ReportOptions,
 };
 use perflab_store::TrialStatus;
 use perflab_store::{
@@ -554,10 +553,10 @@ fn show(
     if let Some((rv, cg)) = &routine {
         println!();
         match rv {
-            Some(rv) => print_routine(rv),
+            Some(rv) => super::profile_text::print_routine(rv),
             None => println!("{}: no samples inside it, only in its callees", cg.routine),
         }
-        print_call_graph(cg);
+        super::profile_text::print_call_graph(cg);
     }
     Ok(())
 }
@@ -608,70 +607,6 @@ fn print_report(event_note: Option<&str>, r: &Report, o: &ReportOptions) {
     if r.samples == 0 {
         println!("(no samples passed the filters)");
     }
-}
-
-fn print_routine(v: &RoutineView) {
-    println!(
-        "{} in {} · {} samples · from {} · » marks the instructions holding half of them",
-        v.routine, v.image, v.samples, v.source
-    );
-    if let Some(n) = &v.note {
-        println!("note: {n}");
-    }
-    let mut t = Table::new();
-    t.load_style(STYLE);
-    let by_offset = v.source != "perf annotate";
-    t.set_header(vec![
-        "",
-        "% routine",
-        if by_offset { "offset" } else { "address" },
-        "instruction",
-        "source",
-    ]);
-    let mut last_source: Option<&str> = None;
-    for l in &v.lines {
-        // A source line is shown where it changes, not on every instruction.
-        let src = l.source_line.as_deref();
-        let shown = if src == last_source {
-            ""
-        } else {
-            src.unwrap_or("")
-        };
-        last_source = src;
-        t.add_row(vec![
-            Cell::new(if l.hot { "»" } else { "" }),
-            Cell::new(format!("{:.1}%", l.pct)).set_alignment(CellAlignment::Right),
-            Cell::new(format!(
-                "{}{:x}",
-                if by_offset { "+0x" } else { "" },
-                l.addr
-            )),
-            Cell::new(&l.asm),
-            Cell::new(shown),
-        ]);
-    }
-    println!("{t}");
-}
-
-fn print_call_graph(cg: &CallGraph) {
-    println!(
-        "{}: self {:.1}%, with callees {:.1}% of the samples",
-        cg.routine, cg.self_pct, cg.total_pct
-    );
-    let list = |title: &str, edges: &[perflab_profile::Edge]| {
-        if edges.is_empty() {
-            println!("{title}: (none recorded)");
-            return;
-        }
-        let parts: Vec<String> = edges
-            .iter()
-            .take(10)
-            .map(|e| format!("{} {:.1}%", e.name, e.pct))
-            .collect();
-        println!("{title}: {}", parts.join(", "));
-    };
-    list("callers", &cg.callers);
-    list("callees", &cg.callees);
 }
 
 /// `perflab profile report PERF_DATA|RUN`.
