@@ -327,3 +327,30 @@ fn off_cpu_as_root_mounts_tracefs_and_says_so() {
         "{doc}"
     );
 }
+
+#[test]
+fn a_process_blocked_throughout_gets_a_note_not_a_silent_zero() {
+    if !require::perf_records() {
+        return;
+    }
+    let lab = Lab::new();
+    // Blocked in nanosleep from before the recording to after it.
+    let mut sleeper = Std::new("sleep").arg("30").spawn().expect("start sleep");
+    let pid = sleeper.id().to_string();
+    let out = lab
+        .cmd()
+        .timeout(Duration::from_secs(60))
+        .args(["profile", "--off-cpu", "--json", "-d", "1s", "-p", &pid])
+        .output();
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    let out = out.unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let off = &doc["off_cpu"];
+    assert_eq!(off["switches"], 0, "{off}");
+    assert!(
+        off["notes"].to_string().contains("no switch-out"),
+        "a zero without a word: {off}"
+    );
+}

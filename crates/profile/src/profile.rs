@@ -12,6 +12,11 @@ use crate::reduce::{self, Report, ReportOptions};
 use crate::script::{self, Sample};
 use crate::{flame, perf};
 
+/// Said of an off-CPU recording without a single switch-out.
+const NO_SWITCH_NOTE: &str = "no switch-out of the profiled tasks was recorded: they ran \
+     throughout, or were blocked since before the recording began (a task is seen \
+     blocking only when it switches out while recorded)";
+
 #[derive(Debug, Clone)]
 pub struct Profile {
     /// The event sampled, as the recording names it (`cycles`, `cpu-clock`).
@@ -76,11 +81,7 @@ impl Profile {
             p.frequency = perf::sample_frequency(perf, data);
             // Recorded, but the tasks never switched out: say so, not a silent zero.
             p.off_cpu.get_or_insert_with(|| OffCpu {
-                notes: vec![
-                    "no switch-out of the profiled tasks was recorded: they never \
-                             blocked, or perf lost the tracepoint's samples"
-                        .into(),
-                ],
+                notes: vec![NO_SWITCH_NOTE.into()],
                 ..OffCpu::default()
             });
         }

@@ -22,6 +22,10 @@
 //! apart ([`OffCpu::waiting_us`]), not as off-CPU time; a task that exits (`X`, `Z`)
 //! opens nothing. Intervals still open at the end of the recording are closed at its
 //! last event (a server blocked in `accept` until the end was blocked all that time).
+//! A task blocked since before the recording began is seen only from its first
+//! recorded switch-out (its stack is not known before), so a `-p`/`-a` recording of a
+//! task blocked throughout shows none of it; a recording without any switch-out says
+//! so in a note rather than show a silent zero.
 //! Memory stays bounded: one open interval per task, one total per distinct stack.
 
 mod intervals;
