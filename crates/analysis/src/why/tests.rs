@@ -166,6 +166,9 @@ fn metric_names_sort_into_kinds() {
     assert_eq!(kind_of("sched.ctxt_per_s"), Some(WhyKind::Telemetry));
     assert_eq!(kind_of("wall_s"), None);
     assert_eq!(kind_of("fn:schedule"), None, "a share is not evidence");
+    // Off-CPU shares likewise (`[profile] off_cpu = true`).
+    assert_eq!(kind_of("offcpu:wait_for_io"), None);
+    assert_eq!(kind_of("offcpu_share"), None);
 }
 
 #[test]

@@ -239,9 +239,10 @@ pub(super) fn metric_row(
     ))
 }
 
-/// Metrics drawn as charts: all but the per-function profile shares.
+/// Metrics drawn as charts: all but the per-function profile shares (on-CPU `fn:`,
+/// off-CPU `offcpu:`).
 fn charted(name: &str) -> bool {
-    !name.starts_with("fn:")
+    !name.starts_with("fn:") && !name.starts_with("offcpu:")
 }
 
 fn charts(o: &mut String, d: &ReportData) {
