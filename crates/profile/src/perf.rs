@@ -185,31 +185,21 @@ pub fn sample_frequency(perf: &Path, data: &Path) -> Option<u32> {
 /// `perf script` text with perflab's fields. Samples recorded without the CPU (an
 /// older recording, or one not made by perflab) are read again without that field.
 pub fn script(perf: &Path, data: &Path) -> Result<String> {
-    script_with(perf, data, false)
-}
-
-/// [`script`], and with `off_cpu` the tracepoints' fields and the context-switch
-/// records too (what [`crate::offcpu`] reads).
-pub fn script_with(perf: &Path, data: &Path, off_cpu: bool) -> Result<String> {
-    let fields = if off_cpu {
-        format!("{SCRIPT_FIELDS},trace")
-    } else {
-        SCRIPT_FIELDS.to_string()
-    };
     let run = |fields: &str| {
-        let mut cmd = Command::new(perf);
-        cmd.arg("script").arg("-i").arg(data).arg("-F").arg(fields);
-        if off_cpu {
-            cmd.arg("--show-switch-events");
-        }
-        cmd.stdin(Stdio::null())
+        Command::new(perf)
+            .arg("script")
+            .arg("-i")
+            .arg(data)
+            .arg("-F")
+            .arg(fields)
+            .stdin(Stdio::null())
             .output()
             .map_err(|e| ProfileError::io("cannot run perf script", e))
     };
-    let mut out = run(&fields)?;
+    let mut out = run(SCRIPT_FIELDS)?;
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     if !out.status.success() || err.contains("Cannot print 'cpu' field") {
-        out = run(&fields.replace("cpu,", ""))?;
+        out = run(&SCRIPT_FIELDS.replace("cpu,", ""))?;
     }
     if !out.status.success() {
         return Err(classify_failure(
@@ -219,6 +209,61 @@ pub fn script_with(perf: &Path, data: &Path, off_cpu: bool) -> Result<String> {
         ));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// `perf script` of an off-CPU recording (perflab's fields, the tracepoints' fields,
+/// the context-switch records), handed to `on_line` one line at a time as perf writes
+/// it: such a recording holds every context switch, too many to keep as text.
+pub fn script_each(perf: &Path, data: &Path, mut on_line: impl FnMut(&str)) -> Result<()> {
+    use std::io::BufRead;
+    let err = tempfile::tempfile().map_err(|e| ProfileError::io("cannot make a temp file", e))?;
+    let err_w = err
+        .try_clone()
+        .map_err(|e| ProfileError::io("cannot make a temp file", e))?;
+    let mut child = Command::new(perf)
+        .arg("script")
+        .arg("-i")
+        .arg(data)
+        .arg("-F")
+        .arg(format!("{SCRIPT_FIELDS},trace"))
+        .arg("--show-switch-events")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(err_w)
+        .spawn()
+        .map_err(|e| ProfileError::io("cannot run perf script", e))?;
+    if let Some(out) = child.stdout.take() {
+        let mut r = std::io::BufReader::with_capacity(1 << 16, out);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match r.read_until(b'\n', &mut buf) {
+                Ok(0) => break,
+                Ok(_) => on_line(String::from_utf8_lossy(&buf).trim_end_matches(['\n', '\r'])),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(ProfileError::io("cannot read perf script's output", e));
+                }
+            }
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| ProfileError::io("cannot wait for perf script", e))?;
+    if status.success() {
+        return Ok(());
+    }
+    let mut stderr = String::new();
+    let mut err = err;
+    let _ = std::io::Seek::rewind(&mut err);
+    let _ = std::io::Read::read_to_string(&mut err, &mut stderr);
+    Err(classify_failure(
+        "perf script",
+        &status.to_string(),
+        &stderr,
+    ))
 }
 
 #[cfg(test)]

@@ -72,18 +72,17 @@ impl Profile {
     pub(crate) fn load(perf: &Path, data: &Path) -> Result<Profile> {
         let events = perf::evlist(perf, data)?;
         let off_cpu = events.iter().any(|e| e == offcpu::SWITCH_TRACEPOINT);
-        let text = perf::script_with(perf, data, off_cpu)?;
-        let mut p = Profile::from_script(&text);
+        let mut p = if off_cpu {
+            let (samples, skipped, off) = OffCpu::read(perf, data)?;
+            Profile::of_samples(samples, skipped, Some(off))
+        } else {
+            Profile::from_script(&perf::script(perf, data)?)
+        };
         if let Some(ev) = events.into_iter().next() {
             p.event = ev;
         }
         if off_cpu {
             p.frequency = perf::sample_frequency(perf, data);
-            // Recorded, but the tasks never switched out: say so, not a silent zero.
-            p.off_cpu.get_or_insert_with(|| OffCpu {
-                notes: vec![NO_SWITCH_NOTE.into()],
-                ..OffCpu::default()
-            });
         }
         p.perf_data = Some(data.to_path_buf());
         p.perf = Some(perf.to_path_buf());
@@ -98,16 +97,24 @@ impl Profile {
         if off_cpu.is_some() {
             parsed.samples.retain(|s| !offcpu::is_switch(s));
         }
+        Profile::of_samples(parsed.samples, parsed.skipped_lines, off_cpu)
+    }
+
+    /// A profile of on-CPU samples (their event is the first one's) and, where it was
+    /// recorded, the off-CPU side; one without any switch-out says so in a note.
+    fn of_samples(samples: Vec<Sample>, skipped_lines: usize, off_cpu: Option<OffCpu>) -> Profile {
+        let off_cpu = off_cpu.map(|mut o| {
+            if o.switches == 0 {
+                o.notes.push(NO_SWITCH_NOTE.into());
+            }
+            o
+        });
         Profile {
-            event: parsed
-                .samples
-                .first()
-                .map(|s| s.event.clone())
-                .unwrap_or_default(),
+            event: samples.first().map(|s| s.event.clone()).unwrap_or_default(),
             event_note: None,
             perf_data: None,
-            samples: parsed.samples,
-            skipped_lines: parsed.skipped_lines,
+            samples,
+            skipped_lines,
             command_status: None,
             frequency: None,
             off_cpu,

@@ -127,34 +127,50 @@ fn header_re() -> &'static Regex {
 
 /// Parses `perf script` output (see the module doc for the layouts).
 pub fn parse(text: &str) -> Parsed {
-    let mut out = Parsed::default();
-    let mut current: Option<Sample> = None;
+    let mut p = Parser::default();
+    let mut samples = Vec::new();
     for line in text.lines() {
+        samples.extend(p.line(line));
+    }
+    let skipped_lines = p.skipped_lines;
+    samples.extend(p.finish());
+    Parsed {
+        samples,
+        skipped_lines,
+    }
+}
+
+/// The parser one line at a time, for output read as perf writes it (an off-CPU
+/// recording's switches are reduced as they come, never all held: see
+/// [`crate::offcpu`]).
+#[derive(Debug, Default)]
+pub struct Parser {
+    current: Option<Sample>,
+    /// Lines that were not understood so far.
+    pub skipped_lines: usize,
+}
+
+impl Parser {
+    /// Reads one line; returns the sample it completed, if any.
+    pub fn line(&mut self, line: &str) -> Option<Sample> {
         if line.trim().is_empty() {
-            if let Some(s) = current.take() {
-                out.samples.push(s);
-            }
-            continue;
+            return self.current.take();
         }
-        let indented = line.starts_with('\t');
-        if indented {
-            if let (Some(s), Some(f)) = (current.as_mut(), parse_frame(line)) {
+        if line.starts_with('\t') {
+            if let (Some(s), Some(f)) = (self.current.as_mut(), parse_frame(line)) {
                 s.frames.push(f);
             } else {
-                out.skipped_lines += 1;
+                self.skipped_lines += 1;
             }
-            continue;
+            return None;
         }
         let Some(c) = switch_re()
             .captures(line)
             .or_else(|| header_re().captures(line))
         else {
-            out.skipped_lines += 1;
-            continue;
+            self.skipped_lines += 1;
+            return None;
         };
-        if let Some(s) = current.take() {
-            out.samples.push(s);
-        }
         let num = |k: &str| c.name(k).and_then(|m| m.as_str().parse::<i64>().ok());
         let mut s = Sample {
             comm: c["comm"].to_string(),
@@ -173,12 +189,13 @@ pub fn parse(text: &str) -> Parsed {
                 None => {}
             }
         }
-        current = Some(s);
+        self.current.replace(s)
     }
-    if let Some(s) = current.take() {
-        out.samples.push(s);
+
+    /// The last sample, at the end of the output.
+    pub fn finish(self) -> Option<Sample> {
+        self.current
     }
-    out
 }
 
 /// `ffffffff821f2c2b pv_native_safe_halt+0xb ([kernel.kallsyms])`

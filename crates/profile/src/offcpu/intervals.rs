@@ -5,8 +5,11 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{SWITCH_RECORD, SWITCH_TRACEPOINT};
-use crate::script::Sample;
+use std::path::Path;
+
+use super::{is_switch, SWITCH_RECORD, SWITCH_TRACEPOINT};
+use crate::error::Result;
+use crate::script::{Parser, Sample};
 
 /// One distinct blocked stack and the time spent blocked in it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -79,7 +82,7 @@ type StackKey = (i32, String, Vec<(String, bool)>);
 
 /// Builds the off-CPU side while the samples are read in time order.
 #[derive(Default)]
-struct Builder {
+pub(crate) struct Builder {
     out: OffCpu,
     open: HashMap<i32, Open>,
     index: HashMap<StackKey, usize>,
@@ -144,7 +147,7 @@ impl Builder {
         self.open.insert(sw.prev_pid, Open { since: t, stack });
     }
 
-    fn see(&mut self, s: &Sample) {
+    pub(crate) fn see(&mut self, s: &Sample) {
         let Some(t) = s.time else {
             return;
         };
@@ -161,7 +164,7 @@ impl Builder {
         }
     }
 
-    fn finish(mut self) -> OffCpu {
+    pub(crate) fn finish(mut self) -> OffCpu {
         let tids: Vec<i32> = self.open.keys().copied().collect();
         let end = self.last;
         for tid in tids {
@@ -186,6 +189,31 @@ impl OffCpu {
             b.see(s);
         }
         Some(b.finish())
+    }
+
+    /// Reads an off-CPU recording as perf script writes it, one sample at a time: the
+    /// switches are reduced as they come and dropped, the on-CPU samples kept. Returns
+    /// those, how many lines were not understood, and the off-CPU side.
+    pub fn read(perf: &Path, data: &Path) -> Result<(Vec<Sample>, usize, OffCpu)> {
+        let mut parser = Parser::default();
+        let mut b = Builder::default();
+        let mut samples = Vec::new();
+        let mut take = |s: Sample| {
+            b.see(&s);
+            if !is_switch(&s) {
+                samples.push(s);
+            }
+        };
+        crate::perf::script_each(perf, data, |line| {
+            if let Some(s) = parser.line(line) {
+                take(s);
+            }
+        })?;
+        let skipped = parser.skipped_lines;
+        if let Some(s) = parser.finish() {
+            take(s);
+        }
+        Ok((samples, skipped, b.finish()))
     }
 
     /// Total blocked time, in microseconds.

@@ -26,7 +26,10 @@
 //! recorded switch-out (its stack is not known before), so a `-p`/`-a` recording of a
 //! task blocked throughout shows none of it; a recording without any switch-out says
 //! so in a note rather than show a silent zero.
-//! Memory stays bounded: one open interval per task, one total per distinct stack.
+//! Memory stays bounded: one open interval per task, one total per distinct stack,
+//! and a recording is read as `perf script` writes it ([`OffCpu::read`]), each switch
+//! reduced and dropped (5 s system-wide here, 37,429 switches: perflab's peak 29 MB,
+//! 126 MB when the text was held whole).
 
 mod intervals;
 mod report;
