@@ -149,6 +149,18 @@ fn a_sleeper_shows_its_blocked_time_under_the_function_that_sleeps() {
         on_cpu_in_wait * 100 < total * 3,
         "{on_cpu_in_wait} of {total} µs: {text}"
     );
+    // Every switch is recorded: the tracepoint keeps its period of 1 (a global -F would
+    // sample it by frequency, dropping switches once they come fast).
+    let data = doc["perf_data"].as_str().expect("perf_data");
+    let evlist = Std::new("perf")
+        .args(["evlist", "-F", "-i", data])
+        .output()
+        .unwrap();
+    let evlist = String::from_utf8_lossy(&evlist.stdout);
+    assert!(
+        evlist.contains("sched:sched_switch: sample_period=1"),
+        "{evlist}"
+    );
     let svg = std::fs::read_to_string(lab.path("wall.svg")).unwrap();
     assert!(svg.contains("wait_for_io (off-cpu)") && svg.contains("[off-cpu]"));
     // The stored run has the metrics.
