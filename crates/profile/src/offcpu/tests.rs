@@ -206,3 +206,22 @@ fn perf_refusing_the_tracepoint_names_the_fix() {
     );
     assert!(tracepoint_failure("Error:\nfile is corrupt\n").is_none());
 }
+
+#[test]
+fn a_malformed_switch_is_skipped_and_time_never_runs_backwards() {
+    let text = "\
+a 5/5 [000] 2.000000: sched:sched_switch: prev_comm=a prev_state=S ==> next_comm=b
+\tffffffff821facd8 __schedule+0x618 ([kernel.kallsyms])
+
+a 5/5 [000] 2.000000: sched:sched_switch: prev_comm=a prev_pid=5 prev_prio=120 prev_state=S ==> next_comm=b next_pid=6 next_prio=120
+\tffffffff821facd8 __schedule+0x618 ([kernel.kallsyms])
+
+a 5/5 [001] 1.000000: cpu-clock: 
+\t    1186 f+0x3d (/tmp/a)
+";
+    let off = Profile::from_script(text).off_cpu.unwrap();
+    // The first switch lacks prev_pid and next_pid: not counted, nothing opened.
+    assert_eq!(off.switches, 1);
+    // A sample stamped before the switch-out closes the interval at zero length.
+    assert_eq!((off.total_us(), off.intervals), (0, 1));
+}
