@@ -8,7 +8,7 @@ use crate::callgraph::{self, CallGraph};
 use crate::error::{ProfileError, Result};
 use crate::reduce::{self, Report, ReportOptions};
 use crate::script::{self, Sample};
-use crate::{flame, perf};
+use crate::{flame, jit, perf};
 
 #[derive(Debug, Clone)]
 pub struct Profile {
@@ -24,6 +24,10 @@ pub struct Profile {
     /// The exit status of the profiled command (`Target::Command`, ran to its end).
     pub command_status: Option<i32>,
     pub frequency: Option<u32>,
+    /// What was done to name JIT frames (None: `jit` was off, or a recording read back).
+    pub jit: Option<crate::jit::JitInfo>,
+    /// Why JIT frames may be unnamed or stacks shallow (a JVM profiled by pid).
+    pub jit_note: Option<String>,
     perf: Option<PathBuf>,
 }
 
@@ -62,6 +66,10 @@ impl Profile {
     pub(crate) fn load(perf: &Path, data: &Path) -> Result<Profile> {
         let text = perf::script(perf, data)?;
         let mut p = Profile::from_script(&text);
+        // Maps kept beside the recording name what perf, looking in /tmp, could not.
+        if let Some(dir) = data.parent() {
+            jit::resolve(&mut p.samples, dir);
+        }
         if let Some(ev) = perf::evlist(perf, data)?.into_iter().next() {
             p.event = ev;
         }
@@ -73,7 +81,8 @@ impl Profile {
     /// A profile from `perf script` text (fields as in [`script::SCRIPT_FIELDS`]), e.g.
     /// a fixture. The event is the first sample's.
     pub fn from_script(text: &str) -> Profile {
-        let parsed = script::parse(text);
+        let mut parsed = script::parse(text);
+        jit::prettify(&mut parsed.samples);
         Profile {
             event: parsed
                 .samples
@@ -86,6 +95,8 @@ impl Profile {
             skipped_lines: parsed.skipped_lines,
             command_status: None,
             frequency: None,
+            jit: None,
+            jit_note: None,
             perf: None,
         }
     }
