@@ -122,8 +122,8 @@ pub struct Running {
     started: Instant,
     /// perf's control channel, open while it records (None: a command perf starts).
     _control: Option<Control>,
-    /// Naming JIT frames (None: `jit` is off).
-    jit: Option<JitStep>,
+    /// Naming JIT frames (None: `jit` is off); boxed, a recording is held in enums.
+    jit: Option<Box<JitStep>>,
 }
 
 impl Profiler {
@@ -191,7 +191,7 @@ impl Profiler {
             frequency: spec.frequency,
             started: Instant::now(),
             _control: None,
-            jit: JitStep::new(spec.jit, &spec.target),
+            jit: JitStep::new(spec.jit, &spec.target).map(Box::new),
         };
         if let Some(mut c) = control {
             // Not recording: dropping `running` kills perf.
@@ -380,7 +380,7 @@ impl Running {
                 stderr: "no perf.data was written".into(),
             });
         }
-        let jit = self.jit.as_ref().map(JitStep::before_report);
+        let jit = self.jit.as_deref().map(JitStep::before_report);
         let mut p = Profile::load(&self.perf, &self.data)?;
         if let (Some((claim, note)), Some(dir)) = (jit, self.data.parent()) {
             p.jit = Some(jit::keep_maps(&p.samples, &claim, dir));
