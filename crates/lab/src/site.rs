@@ -292,6 +292,12 @@ pub struct ProfileResult {
     /// the differential profile needs. 0: not known (an older worker's answer).
     #[serde(default)]
     pub frequency: u32,
+    /// The flags given for JIT frames and the perf maps kept (None: `jit` off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jit: Option<perflab_profile::JitInfo>,
+    /// Why JIT frames may be unnamed (a JVM profiled by pid).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jit_note: Option<String>,
 }
 
 impl ProfileResult {
@@ -307,6 +313,8 @@ impl ProfileResult {
             top: p.top_functions(top),
             pid,
             frequency: p.frequency.unwrap_or(0),
+            jit: p.jit.clone(),
+            jit_note: p.jit_note.clone(),
         }
     }
 }

@@ -21,8 +21,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use perflab_profile::{
-    CallGraphMode, CommandOutput, Event, Mode, Profile, ProfileError, ProfileSpec, Profiler,
-    Report, ReportOptions, Target,
+    CallGraphMode, CommandOutput, Event, JitInfo, Mode, Profile, ProfileError, ProfileSpec,
+    Profiler, Report, ReportOptions, Target,
 };
 use perflab_store::vocab::{ARTIFACT_FLAMEGRAPH, ARTIFACT_PROFILE, ARTIFACT_STACKS};
 use serde::{Deserialize, Serialize};
@@ -275,6 +275,13 @@ pub struct ProfileDocument {
     pub call_graph: bool,
     /// `perf --version` there.
     pub perf_version: Option<String>,
+    /// What was done to name JIT frames: the flags given to the JVM and Node perflab
+    /// started, the perf maps kept beside perf.data (absent: `--no-jit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jit: Option<JitInfo>,
+    /// Why JIT frames may be unnamed or stacks shallow (a JVM profiled by pid).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jit_note: Option<String>,
 }
 
 impl ProfileDocument {
@@ -303,6 +310,8 @@ pub fn measurement(
         perf_version: perflab_profile::perf::find_perf()
             .ok()
             .and_then(|perf| perflab_profile::perf::version(&perf)),
+        jit: p.jit.clone(),
+        jit_note: p.jit_note.clone(),
     };
     let artifact = |name: &str, media_type: &str, content: Vec<u8>| ArtifactData {
         name: name.into(),
