@@ -20,7 +20,8 @@ use anyhow::Context;
 use comfy_table::{Cell, CellAlignment, Table};
 use perflab_lab::single::OneTrial;
 use perflab_profile::{
-    CallGraph, CallGraphMode, Mode, Profile, ProfileError, Report, ReportOptions, RoutineView,
+    CallGraph, CallGraphMode, JitInfo, Mode, Profile, ProfileError, Report, ReportOptions,
+    RoutineView,
 };
 use perflab_store::TrialStatus;
 use perflab_store::{
@@ -416,6 +417,9 @@ fn say_recorded(g: &Global, doc: &ProfileDocument) {
     if let Some(note) = &doc.event_note {
         say(g, &format!("profile: {note}"));
     }
+    if let Some(note) = &doc.jit_note {
+        say(g, &format!("profile: {note}"));
+    }
     if let Some(code) = doc.command_status.filter(|c| *c != 0) {
         eprintln!("warning: the profiled command exited with status {code}");
     }
@@ -441,6 +445,7 @@ fn environment(doc: &ProfileDocument) -> Value {
         "target": doc.target,
         "command_status": doc.command_status,
         "perf_version": doc.perf_version,
+        "jit": doc.jit,
     })
 }
 
@@ -452,6 +457,9 @@ struct Shown<'a> {
     perf_data: Option<&'a Path>,
     folded: &'a str,
     svg: &'a [u8],
+    /// The flags given for JIT frames and the maps kept (None: off, or read back).
+    jit: Option<&'a JitInfo>,
+    jit_note: Option<&'a str>,
 }
 
 impl<'a> Shown<'a> {
@@ -469,6 +477,8 @@ impl<'a> Shown<'a> {
             perf_data: doc.perf_data.as_deref(),
             folded: std::str::from_utf8(artifact(ARTIFACT_STACKS)).unwrap_or_default(),
             svg: artifact(ARTIFACT_FLAMEGRAPH),
+            jit: doc.jit.as_ref(),
+            jit_note: doc.jit_note.as_deref(),
         }
     }
 }
@@ -519,6 +529,12 @@ fn show(
         m.insert("event_note".into(), json!(r.event_note));
         m.insert("run_id".into(), json!(run_id));
         m.insert("perf_data".into(), json!(r.perf_data));
+        if let Some(jit) = r.jit {
+            m.insert("jit".into(), json!(jit));
+        }
+        if let Some(note) = r.jit_note {
+            m.insert("jit_note".into(), json!(note));
+        }
         if let Some((rv, cg)) = &routine {
             m.insert("routine".into(), serde_json::to_value(rv)?);
             m.insert("call_graph".into(), serde_json::to_value(cg)?);
@@ -527,6 +543,9 @@ fn show(
         serde_json::to_writer_pretty(&mut out, &doc)?;
         writeln!(out)?;
         return Ok(());
+    }
+    if let Some(line) = r.jit.and_then(jit_line) {
+        println!("{line}");
     }
     print_report(r.event_note, r.report, opts);
     if let Some((rv, cg)) = &routine {
@@ -538,6 +557,24 @@ fn show(
         print_call_graph(cg);
     }
     Ok(())
+}
+
+/// The report header's JIT line: `jit: java -XX:+PreserveFramePointer ... · node
+/// --perf-basic-prof · 1 perf map kept` (None: perflab gave no flags and kept no map).
+fn jit_line(j: &JitInfo) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(f) = &j.java {
+        parts.push(format!("java {f}"));
+    }
+    if let Some(f) = &j.node {
+        parts.push(format!("node {f}"));
+    }
+    match j.maps.len() {
+        0 => {}
+        1 => parts.push("1 perf map kept".into()),
+        n => parts.push(format!("{n} perf maps kept")),
+    }
+    (!parts.is_empty()).then(|| format!("jit: {}", parts.join(" · ")))
 }
 
 fn print_report(event_note: Option<&str>, r: &Report, o: &ReportOptions) {
@@ -681,6 +718,8 @@ fn report(g: &Global, a: &ReportArgs) -> anyhow::Result<ExitCode> {
         perf_data: profile.perf_data.as_deref(),
         folded: &folded,
         svg: &svg,
+        jit: profile.jit.as_ref(),
+        jit_note: profile.jit_note.as_deref(),
     };
     show(g, &shown, Some(&profile), &opts, &a.view, None)?;
     Ok(ExitCode::SUCCESS)
