@@ -629,4 +629,33 @@ mod tests {
         assert_eq!(info.node, None);
         assert!(dir.path().join(format!("perf-{theirs}.map")).exists());
     }
+
+    #[test]
+    fn a_map_older_than_the_recording_is_not_taken_for_perflabs() {
+        let dir = tempfile::tempdir().unwrap();
+        // A pid of this test's own making; its map is older than the recording (a
+        // process that had the pid before).
+        let stale = 4_000_003;
+        std::fs::write(map_path(stale), "1000 10 X.y\n").unwrap();
+        started(stale, Runtime::Java);
+        let claim = Claim {
+            all_ours: true,
+            dumped: Some(stale),
+            since: SystemTime::now() + Duration::from_secs(60),
+        };
+        let sample = Sample {
+            comm: "java".into(),
+            pid: stale,
+            tid: stale,
+            cpu: None,
+            time: None,
+            event: "cpu-clock".into(),
+            frames: vec![],
+        };
+        keep_maps(&[sample], &claim, dir.path());
+        let left = map_path(stale).exists();
+        let _ = std::fs::remove_file(map_path(stale));
+        assert!(left, "a stale map stays in /tmp");
+        assert!(dir.path().join(format!("perf-{stale}.map")).exists());
+    }
 }

@@ -107,7 +107,8 @@ struct RecordArgs {
     off_cpu: bool,
 
     /// Do not name JIT-compiled Java and Node frames (no -XX:+PreserveFramePointer,
-    /// perf map or --perf-basic-prof given to the JVM or Node perflab starts).
+    /// perf map or --perf-basic-prof given to the JVM or Node perflab starts, no
+    /// `jcmd PID Compiler.perfmap` for a JVM profiled with -p).
     #[arg(long)]
     no_jit: bool,
 
