@@ -179,7 +179,9 @@ fn a_node_scripts_hot_function_is_named() {
     let lab = Lab::new();
     let script = lab.write(
         "hot.js",
-        "function hotLoop(n) { let s = 0; for (let i = 0; i < n; i++) { s += Math.sqrt(i) * 1.0000001; } return s; }\n\
+        // hotLoop is on line 1 (the continuations add no newline).
+        "function hotLoop(n) { let s = 0; \
+         for (let i = 0; i < n; i++) { s += Math.sqrt(i) * 1.0000001; } return s; }\n\
          const end = Date.now() + 1500; let t = 0; while (Date.now() < end) t += hotLoop(1e6);\n\
          console.log(t > 0 ? 'ok' : 'no');\n",
     );

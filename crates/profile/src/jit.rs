@@ -19,10 +19,10 @@
 //!
 //! After the report is read, the maps perflab caused — those of processes it started
 //! under perf, registered with [`started`], or dumped with jcmd — are *moved* into the
-//! profile's directory beside perf.data (maps perflab did not cause are copied, never
-//! touched): /tmp does not fill up with maps of dead processes, and a later `perflab
-//! profile --input DIR` still names the frames, through [`resolve`] (perf itself only
-//! ever looks in /tmp). A map is claimed only if it was written during the recording,
+//! profile's directory beside perf.data (maps perflab did not cause are copied, up to
+//! 256 MiB, never touched): /tmp does not fill up with maps of dead processes, and a
+//! later `perflab profile report DIR` still names the frames, through [`resolve`] (perf
+//! itself only ever looks in /tmp). A map is claimed only if it was written during the recording,
 //! so a stale file of an earlier process with the same pid is left alone.
 //!
 //! Perf-map names are made readable ([`pretty`]): `void Scimark.sorExecute(int, ...)`
@@ -47,6 +47,9 @@ pub const NODE_FLAGS: &str = "--perf-basic-prof";
 
 /// How long `jcmd` may take to dump a running JVM's map (it is a JVM itself).
 const JCMD_LIMIT: Duration = Duration::from_secs(20);
+/// A map of someone else's process larger than this is not copied (a long-running Node
+/// appends to its map forever); perf still reads it in /tmp.
+const COPY_LIMIT: u64 = 256 << 20;
 /// At most this many registered processes are remembered (a long run that registers
 /// processes no profile claims does not grow without bound).
 const REGISTRY_CAP: usize = 4096;
@@ -70,6 +73,26 @@ pub struct JitInfo {
     /// The perf maps kept beside perf.data.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub maps: Vec<PathBuf>,
+}
+
+impl JitInfo {
+    /// The report header's line: `jit: java -XX:+PreserveFramePointer ... · node
+    /// --perf-basic-prof · 1 perf map kept` (None: no flags given, no map kept).
+    pub fn header(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if let Some(f) = &self.java {
+            parts.push(format!("java {f}"));
+        }
+        if let Some(f) = &self.node {
+            parts.push(format!("node {f}"));
+        }
+        match self.maps.len() {
+            0 => {}
+            1 => parts.push("1 perf map kept".into()),
+            n => parts.push(format!("{n} perf maps kept")),
+        }
+        (!parts.is_empty()).then(|| format!("jit: {}", parts.join(" · ")))
+    }
 }
 
 /// The flags given to a command started under perf: both runtimes'.
@@ -279,7 +302,7 @@ pub struct Claim {
 }
 
 /// After the report is read: moves the maps perflab caused into `dir` and copies the
-/// other maps of the recorded processes there (so `--input DIR` names the frames).
+/// other maps of the recorded processes there (so `perflab profile report DIR` names the frames).
 pub fn keep_maps(samples: &[Sample], claim: &Claim, dir: &Path) -> JitInfo {
     let pids: BTreeSet<i32> = samples.iter().map(|s| s.pid).filter(|p| *p > 0).collect();
     let registered = take_started(&pids);
@@ -305,8 +328,10 @@ pub fn keep_maps(samples: &[Sample], claim: &Claim, dir: &Path) -> JitInfo {
         let kept = if ours {
             std::fs::rename(&from, &to)
                 .or_else(|_| std::fs::copy(&from, &to).and_then(|_| std::fs::remove_file(&from)))
-        } else {
+        } else if meta.len() <= COPY_LIMIT {
             std::fs::copy(&from, &to).map(|_| ())
+        } else {
+            continue;
         };
         if kept.is_ok() {
             info.maps.push(to);
@@ -402,7 +427,7 @@ impl PerfMap {
 }
 
 /// Names the frames perf left unnamed in JIT code from the maps kept in `dir` (a
-/// recording read again with `--input`), readably. Returns how many frames it named.
+/// recording read again by `perflab profile report`), readably. Returns how many frames it named.
 pub fn resolve(samples: &mut [Sample], dir: &Path) -> usize {
     let mut maps: BTreeMap<i32, Option<PerfMap>> = BTreeMap::new();
     let mut named = 0;
@@ -627,6 +652,11 @@ mod tests {
         assert_eq!(info.maps.len(), 2);
         assert_eq!(info.java.as_deref(), Some(JAVA_FLAGS));
         assert_eq!(info.node, None);
+        assert_eq!(
+            info.header().unwrap(),
+            format!("jit: java {JAVA_FLAGS} · 2 perf maps kept")
+        );
+        assert_eq!(JitInfo::default().header(), None);
         assert!(dir.path().join(format!("perf-{theirs}.map")).exists());
     }
 

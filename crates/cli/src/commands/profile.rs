@@ -545,7 +545,7 @@ fn show(
         writeln!(out)?;
         return Ok(());
     }
-    if let Some(line) = r.jit.and_then(jit_line) {
+    if let Some(line) = r.jit.and_then(JitInfo::header) {
         println!("{line}");
     }
     print_report(r.event_note, r.report, opts);
@@ -558,24 +558,6 @@ fn show(
         print_call_graph(cg);
     }
     Ok(())
-}
-
-/// The report header's JIT line: `jit: java -XX:+PreserveFramePointer ... · node
-/// --perf-basic-prof · 1 perf map kept` (None: perflab gave no flags and kept no map).
-fn jit_line(j: &JitInfo) -> Option<String> {
-    let mut parts = Vec::new();
-    if let Some(f) = &j.java {
-        parts.push(format!("java {f}"));
-    }
-    if let Some(f) = &j.node {
-        parts.push(format!("node {f}"));
-    }
-    match j.maps.len() {
-        0 => {}
-        1 => parts.push("1 perf map kept".into()),
-        n => parts.push(format!("{n} perf maps kept")),
-    }
-    (!parts.is_empty()).then(|| format!("jit: {}", parts.join(" · ")))
 }
 
 fn print_report(event_note: Option<&str>, r: &Report, o: &ReportOptions) {
