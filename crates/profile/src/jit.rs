@@ -115,11 +115,14 @@ pub fn node_args() -> Vec<String> {
 }
 
 /// `current` with each of `flags`' words that it lacks appended (what the user set is
-/// kept, and comes first).
+/// kept, and comes first; a JVM flag the user turned off, `-XX:-PreserveFramePointer`,
+/// stays off).
 pub fn appended(current: Option<&str>, flags: &str) -> String {
     let mut out = current.unwrap_or("").trim().to_string();
     for f in flags.split_whitespace() {
-        if !out.split_whitespace().any(|w| w == f) {
+        let off = f.strip_prefix("-XX:+").map(|name| format!("-XX:-{name}"));
+        let has = |w: &str| w == f || off.as_deref() == Some(w);
+        if !out.split_whitespace().any(has) {
             if !out.is_empty() {
                 out.push(' ');
             }
@@ -525,6 +528,11 @@ mod tests {
         assert_eq!(
             appended(Some("-Xmx1g"), JAVA_FLAGS),
             format!("-Xmx1g {JAVA_FLAGS}")
+        );
+        // Turned off by the user: left off.
+        assert_eq!(
+            appended(Some("-XX:-PreserveFramePointer"), JAVA_FLAGS),
+            "-XX:-PreserveFramePointer -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit"
         );
         // Already there: not twice.
         assert_eq!(
