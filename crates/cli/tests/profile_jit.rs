@@ -83,6 +83,9 @@ fn profile(lab: &Lab, extra: &[&str], argv: &[&str]) -> (serde_json::Value, Stri
             "--folded",
         ])
         .arg(&folded)
+        // perf.data and the kept maps in the lab, removed with it.
+        .arg("--output")
+        .arg(lab.path(&format!("recording-{}", extra.len())))
         .args(extra)
         .arg("--")
         .args(argv)
@@ -355,6 +358,8 @@ fn a_running_jvm_profiled_by_pid_is_named_through_jcmd_and_said_to_be_shallow() 
             "-p",
         ])
         .arg(pid.to_string())
+        .arg("--output")
+        .arg(lab.path("recording"))
         .output()
         .expect("run perflab profile");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
