@@ -22,7 +22,7 @@ declare -A PKG=(
   [ssh]=openssh-client [ssh-keygen]=openssh-client [sshd]=openssh-server
   [chromium]=chromium [h2load]=nghttp2-client [openssl]=openssl [curl]=curl
   [srun]=slurm-wlm [sinfo]=slurm-wlm [slurmctld]=slurm-wlm [slurmd]=slurm-wlm [munged]=munge
-  [java]=default-jdk-headless [losetup]=mount [unshare]=util-linux
+  [java]=default-jdk-headless [jcmd]=default-jdk-headless [losetup]=mount [unshare]=util-linux
 )
 missing=()
 for prog in "${!PKG[@]}"; do

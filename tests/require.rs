@@ -54,6 +54,7 @@ pub const PACKAGES: &[(&str, &str)] = &[
     ("ip", "iproute2"),
     ("java", "default-jdk-headless"),
     ("javac", "default-jdk-headless"),
+    ("jcmd", "default-jdk-headless"),
     ("losetup", "mount"),
     ("munged", "munge"),
     ("nginx", "nginx"),

@@ -122,6 +122,7 @@ fn run_trial(
             interrupted,
             run_dir: run_dir.clone(),
             attach: None,
+            jit: spec.jit(),
         };
         factory.build(spec)?.run(&ctx)
     })();

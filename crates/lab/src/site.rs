@@ -296,6 +296,12 @@ pub struct ProfileResult {
     /// folded stacks (boxed: a reply over a session stays small without it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub off_cpu: Option<Box<OffCpuResult>>,
+    /// The flags given for JIT frames and the perf maps kept (None: `jit` off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jit: Option<perflab_profile::JitInfo>,
+    /// Why JIT frames may be unnamed (a JVM profiled by pid).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jit_note: Option<String>,
 }
 
 /// A trial's off-CPU profile: the report and the wall-clock folded stacks
@@ -325,6 +331,8 @@ impl ProfileResult {
                     wall_folded: p.wall_folded(&ReportOptions::default()).unwrap_or_default(),
                 })
             }),
+            jit: p.jit.clone(),
+            jit_note: p.jit_note.clone(),
         }
     }
 }

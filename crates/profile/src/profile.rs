@@ -10,7 +10,7 @@ use crate::error::{ProfileError, Result};
 use crate::offcpu::{self, OffCpu, OffCpuReport};
 use crate::reduce::{self, Report, ReportOptions};
 use crate::script::{self, Sample};
-use crate::{flame, perf};
+use crate::{flame, jit, perf};
 
 /// Said of an off-CPU recording without a single switch-out.
 const NO_SWITCH_NOTE: &str = "no switch-out of the profiled tasks was recorded: they ran \
@@ -34,6 +34,10 @@ pub struct Profile {
     /// Blocked time per stack, when the recording has it (`--off-cpu`); its switch
     /// samples are not among `samples`.
     pub off_cpu: Option<OffCpu>,
+    /// What was done to name JIT frames (None: `jit` was off, or a recording read back).
+    pub jit: Option<crate::jit::JitInfo>,
+    /// Why JIT frames may be unnamed or stacks shallow (a JVM profiled by pid).
+    pub jit_note: Option<String>,
     perf: Option<PathBuf>,
 }
 
@@ -78,6 +82,10 @@ impl Profile {
         } else {
             Profile::from_script(&perf::script(perf, data)?)
         };
+        // Maps kept beside the recording name what perf, looking in /tmp, could not.
+        if let Some(dir) = data.parent() {
+            jit::resolve(&mut p.samples, dir);
+        }
         if let Some(ev) = events.into_iter().next() {
             p.event = ev;
         }
@@ -102,7 +110,12 @@ impl Profile {
 
     /// A profile of on-CPU samples (their event is the first one's) and, where it was
     /// recorded, the off-CPU side; one without any switch-out says so in a note.
-    fn of_samples(samples: Vec<Sample>, skipped_lines: usize, off_cpu: Option<OffCpu>) -> Profile {
+    fn of_samples(
+        mut samples: Vec<Sample>,
+        skipped_lines: usize,
+        off_cpu: Option<OffCpu>,
+    ) -> Profile {
+        jit::prettify(&mut samples);
         let off_cpu = off_cpu.map(|mut o| {
             if o.switches == 0 {
                 o.notes.push(NO_SWITCH_NOTE.into());
@@ -118,6 +131,8 @@ impl Profile {
             command_status: None,
             frequency: None,
             off_cpu,
+            jit: None,
+            jit_note: None,
             perf: None,
         }
     }

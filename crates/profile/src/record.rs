@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use crate::control::Control;
 use crate::error::{ProfileError, Result};
+use crate::jit::{self, JitStep};
 use crate::perf;
 use crate::profile::Profile;
 use crate::stacks::CallGraphMode;
@@ -123,6 +124,8 @@ pub struct Running {
     mounted_tracefs: bool,
     /// perf's control channel, open while it records (None: a command perf starts).
     _control: Option<Control>,
+    /// Naming JIT frames (None: `jit` is off); boxed, a recording is held in enums.
+    jit: Option<Box<JitStep>>,
 }
 
 impl Profiler {
@@ -151,6 +154,9 @@ impl Profiler {
         let mut deadline = None;
         match (&spec.target, spec.duration) {
             (Target::Command(argv), d) => {
+                if spec.jit {
+                    jit::inject_env(&mut cmd);
+                }
                 cmd.arg("--").args(argv);
                 deadline = d.map(|d| Instant::now() + d);
             }
@@ -189,6 +195,7 @@ impl Profiler {
             started: Instant::now(),
             mounted_tracefs,
             _control: None,
+            jit: JitStep::new(spec.jit, &spec.target).map(Box::new),
         };
         if let Some(mut c) = control {
             // Not recording: dropping `running` kills perf.
@@ -378,7 +385,12 @@ impl Running {
                 stderr: "no perf.data was written".into(),
             });
         }
+        let jit = self.jit.as_deref().map(JitStep::before_report);
         let mut p = Profile::load(&self.perf, &self.data)?;
+        if let (Some((claim, note)), Some(dir)) = (jit, self.data.parent()) {
+            p.jit = Some(jit::keep_maps(&p.samples, &claim, dir));
+            p.jit_note = note;
+        }
         if p.event.is_empty() {
             p.event = self.event.clone();
         }

@@ -80,6 +80,8 @@ pub struct TreeRun {
     pub interrupted: bool,
     /// The tree's counters, read once it ended (when any were asked for).
     pub counters: Option<Reading>,
+    /// The pid the root process had.
+    pub root_pid: i32,
 }
 
 impl TreeRun {
@@ -223,6 +225,7 @@ pub fn run_tree_counted(
         timed_out: watch.timed_out,
         interrupted: watch.interrupted,
         counters,
+        root_pid: root,
     })
 }
 

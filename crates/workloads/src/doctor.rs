@@ -408,6 +408,7 @@ mod tests {
             interrupted: Default::default(),
             run_dir: std::env::temp_dir(),
             attach: None,
+            jit: false,
         };
         let m = s.run(&ctx).unwrap();
         let d = diagnosis_in(&m).expect("a doctor.json");

@@ -51,6 +51,10 @@ pub struct TrialContext {
     /// it is started and before it runs (`exec`): `[profile] target = "workload"`
     /// attaches perf there. None: nothing to attach.
     pub attach: Option<AttachHook>,
+    /// The trial is profiled with JIT frames named (`[profile] jit`, on by default): a
+    /// workload that starts a JVM or Node itself gives it the flags that write a perf
+    /// map ([`perflab_profile::jit`]).
+    pub jit: bool,
 }
 
 /// What [`TrialContext::attach`] calls: with the pid of the trial's root process,

@@ -24,8 +24,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use perflab_profile::{
-    CallGraphMode, CommandOutput, Event, Mode, OffCpuReport, Profile, ProfileError, ProfileSpec,
-    Profiler, Report, ReportOptions, Target,
+    CallGraphMode, CommandOutput, Event, JitInfo, Mode, OffCpuReport, Profile, ProfileError,
+    ProfileSpec, Profiler, Report, ReportOptions, Target,
 };
 use perflab_store::vocab::{
     ARTIFACT_FLAMEGRAPH, ARTIFACT_PROFILE, ARTIFACT_STACKS, ARTIFACT_WALL_STACKS,
@@ -283,6 +283,13 @@ pub struct ProfileDocument {
     /// Blocked time and its shares, when recorded with `--off-cpu`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub off_cpu: Option<OffCpuReport>,
+    /// What was done to name JIT frames: the flags given to the JVM and Node perflab
+    /// started, the perf maps kept beside perf.data (absent: `--no-jit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jit: Option<JitInfo>,
+    /// Why JIT frames may be unnamed or stacks shallow (a JVM profiled by pid).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jit_note: Option<String>,
 }
 
 impl ProfileDocument {
@@ -312,6 +319,8 @@ pub fn measurement(
             .ok()
             .and_then(|perf| perflab_profile::perf::version(&perf)),
         off_cpu: p.off_cpu_report(opts),
+        jit: p.jit.clone(),
+        jit_note: p.jit_note.clone(),
     };
     let artifact = |name: &str, media_type: &str, content: Vec<u8>| ArtifactData {
         name: name.into(),

@@ -6,6 +6,12 @@
 //! `--kernels LIST` and prints one JSON line (see docs/scimark.md). Builds are cached by
 //! a hash of the sources, the flags and the toolchain's path, so a second run starts at
 //! once and a changed flag rebuilds.
+//!
+//! A trial profiled with `jit` ([`TrialContext::jit`]) starts the JVM with
+//! `-XX:+PreserveFramePointer` and a perf map written at exit, Node with
+//! `--perf-basic-prof`, and registers the process so that the profile keeps its map
+//! (`perflab_profile::jit`). A workload profile (`[profile] target = "workload"`)
+//! attaches to the timed program, not to the verification run before it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
@@ -17,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::command::{run_tree_counted, which, Leftovers};
 use crate::{Measurement, MetricValue, TrialContext, Workload, WorkloadError};
+use perflab_profile::jit::{self, Runtime};
 use perflab_telemetry::perfcount::Event;
 use perflab_units::Phrase;
 
@@ -335,6 +342,12 @@ pub fn run(
     ctx: &TrialContext,
 ) -> Result<(Output, crate::command::TreeRun), WorkloadError> {
     let mut cmd = Command::new(&built.argv[0]);
+    let runtime = jit_runtime(built, ctx);
+    match runtime {
+        Some(Runtime::Java) => cmd.args(jit::java_args()),
+        Some(Runtime::Node) => cmd.args(jit::node_args()),
+        None => &mut cmd,
+    };
     cmd.args(&built.argv[1..]);
     if o.large {
         cmd.arg("--large");
@@ -349,6 +362,10 @@ pub fn run(
         cmd.arg("--kernels").arg(k.join(","));
     }
     let tree = run_tree_counted(cmd, ctx, Leftovers::Kill, &[], &o.counters)?;
+    if let Some(rt) = runtime {
+        // Its perf map, written at exit, is the profile's to keep.
+        jit::started(tree.root_pid, rt);
+    }
     if tree.interrupted {
         return Err(WorkloadError::Interrupted);
     }
@@ -381,6 +398,17 @@ pub fn run(
         ))
     })?;
     Ok((out, tree))
+}
+
+/// The runtime whose JIT frames a profiled trial names: the JVM or Node the program
+/// runs on, when the trial is profiled with `jit` (its flags go first, so flags the
+/// user gave the JVM can still override them).
+fn jit_runtime(built: &Built, ctx: &TrialContext) -> Option<Runtime> {
+    match built.lang.as_str() {
+        "java" if ctx.jit => Some(Runtime::Java),
+        "js" if ctx.jit => Some(Runtime::Node),
+        _ => None,
+    }
 }
 
 /// Checks that `other` computed what `reference` did: checksums to a relative 1e-9,
@@ -584,6 +612,14 @@ pub fn prepare(spec: &ScimarkSpec, ctx: &TrialContext) -> Result<Built, Workload
                 kernels: spec.kernels.clone(),
                 ..Default::default()
             };
+            // The verification is not the trial's program: a workload profile attaches
+            // to the timed run, and no JIT flags are given here.
+            let vctx = TrialContext {
+                attach: None,
+                jit: false,
+                ..ctx.clone()
+            };
+            let ctx = &vctx;
             let r = match run(&built, &vo, ctx) {
                 Ok((out, _)) => {
                     let reference = if spec.lang == "c" {

@@ -375,6 +375,13 @@ impl TrialSpec {
             .map_err(|e| WorkloadError::Setup(format!("cpus: {e}")))
     }
 
+    /// Whether the trial is profiled with JIT frames named ([`TrialContext::jit`]).
+    ///
+    /// [`TrialContext::jit`]: crate::TrialContext::jit
+    pub fn jit(&self) -> bool {
+        self.attachments.profile.as_ref().is_some_and(|p| p.jit)
+    }
+
     /// The trial's time limit.
     pub fn timeout(&self) -> Option<Duration> {
         self.timeout_s.map(Duration::from_secs_f64)

@@ -517,6 +517,7 @@ mod tests {
             interrupted: Default::default(),
             run_dir: dir,
             attach: None,
+            jit: false,
         };
         let m = SuiteSpec {
             item: "crypto.sha256".into(),

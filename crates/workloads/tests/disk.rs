@@ -411,6 +411,7 @@ fn a_full_file_system_gives_a_flagged_partial_result_and_no_file() {
             interrupted: Default::default(),
             run_dir: dir.path().to_path_buf(),
             attach: None,
+            jit: false,
         };
         match s.run(&ctx) {
             Err(WorkloadError::Failed { message, partial }) => {
@@ -436,6 +437,7 @@ fn as_a_workload_it_measures_metrics_and_a_latency_histogram() {
         interrupted: Default::default(),
         run_dir: dir.path().to_path_buf(),
         attach: None,
+        jit: false,
     };
     let m = s.run(&ctx).expect("measurement");
     let names: Vec<&str> = m.metrics.iter().map(|m| m.name.as_str()).collect();

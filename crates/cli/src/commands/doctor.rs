@@ -182,6 +182,7 @@ fn unrecorded(
         interrupted: stop,
         run_dir: std::env::temp_dir(),
         attach: None,
+        jit: false,
     };
     let m = match spec.run(&ctx) {
         Ok(m) => m,

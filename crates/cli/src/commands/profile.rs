@@ -20,7 +20,7 @@ use anyhow::Context;
 use comfy_table::{Cell, CellAlignment, Table};
 use perflab_lab::single::OneTrial;
 use perflab_profile::{
-    CallGraphMode, Mode, OffCpuReport, Profile, ProfileError, Report, ReportOptions,
+    CallGraphMode, JitInfo, Mode, OffCpuReport, Profile, ProfileError, Report, ReportOptions,
 };
 use perflab_store::TrialStatus;
 use perflab_store::{
@@ -114,7 +114,8 @@ struct RecordArgs {
     off_cpu: bool,
 
     /// Do not name JIT-compiled Java and Node frames (no -XX:+PreserveFramePointer,
-    /// perf map or --perf-basic-prof given to the JVM or Node perflab starts).
+    /// perf map or --perf-basic-prof given to the JVM or Node perflab starts, no
+    /// `jcmd PID Compiler.perfmap` for a JVM profiled with -p).
     #[arg(long)]
     no_jit: bool,
 
@@ -424,6 +425,9 @@ fn say_recorded(g: &Global, doc: &ProfileDocument) {
     if let Some(note) = &doc.event_note {
         say(g, &format!("profile: {note}"));
     }
+    if let Some(note) = &doc.jit_note {
+        say(g, &format!("profile: {note}"));
+    }
     if let Some(code) = doc.command_status.filter(|c| *c != 0) {
         eprintln!("warning: the profiled command exited with status {code}");
     }
@@ -449,6 +453,7 @@ fn environment(doc: &ProfileDocument) -> Value {
         "target": doc.target,
         "command_status": doc.command_status,
         "perf_version": doc.perf_version,
+        "jit": doc.jit,
     })
 }
 
@@ -462,6 +467,9 @@ struct Shown<'a> {
     svg: &'a [u8],
     /// With off-CPU time: its report, and the wall-clock folded stacks `--folded` writes.
     off_cpu: Option<(&'a OffCpuReport, &'a str)>,
+    /// The flags given for JIT frames and the maps kept (None: off, or read back).
+    jit: Option<&'a JitInfo>,
+    jit_note: Option<&'a str>,
 }
 
 impl<'a> Shown<'a> {
@@ -483,6 +491,8 @@ impl<'a> Shown<'a> {
                 let wall = std::str::from_utf8(artifact(ARTIFACT_WALL_STACKS));
                 (r, wall.unwrap_or_default())
             }),
+            jit: doc.jit.as_ref(),
+            jit_note: doc.jit_note.as_deref(),
         }
     }
 }
@@ -537,6 +547,12 @@ fn show(
         if let Some((off, _)) = r.off_cpu {
             m.insert("off_cpu".into(), serde_json::to_value(off)?);
         }
+        if let Some(jit) = r.jit {
+            m.insert("jit".into(), json!(jit));
+        }
+        if let Some(note) = r.jit_note {
+            m.insert("jit_note".into(), json!(note));
+        }
         if let Some((rv, cg)) = &routine {
             m.insert("routine".into(), serde_json::to_value(rv)?);
             m.insert("call_graph".into(), serde_json::to_value(cg)?);
@@ -545,6 +561,9 @@ fn show(
         serde_json::to_writer_pretty(&mut out, &doc)?;
         writeln!(out)?;
         return Ok(());
+    }
+    if let Some(line) = r.jit.and_then(JitInfo::header) {
+        println!("{line}");
     }
     print_report(r.event_note, r.report, opts);
     if let Some((off, _)) = r.off_cpu {
@@ -641,6 +660,8 @@ fn report(g: &Global, a: &ReportArgs) -> anyhow::Result<ExitCode> {
         folded: &folded,
         svg: &svg,
         off_cpu: off_cpu.as_ref().map(|r| (r, wall.as_str())),
+        jit: profile.jit.as_ref(),
+        jit_note: profile.jit_note.as_deref(),
     };
     show(g, &shown, Some(&profile), &opts, &a.view, None)?;
     Ok(ExitCode::SUCCESS)

@@ -145,6 +145,7 @@ impl Runner<'_> {
                                     interrupted: interrupted.clone(),
                                     run_dir: run_dir.clone(),
                                     attach: None,
+                                    jit: spec.jit(),
                                 };
                                 factory.build(&spec)?.run(&ctx)
                             })),

@@ -254,6 +254,7 @@ impl Runner<'_> {
             interrupted: self.interrupted.clone(),
             run_dir: self.run_dir.clone(),
             attach,
+            jit: spec.jit(),
         };
         self.factory.build(spec)?.run(&ctx)
     }
@@ -279,6 +280,7 @@ impl Runner<'_> {
             },
             run_dir: self.run_dir.clone(),
             attach: None,
+            jit: false,
         };
         // What the hook leaves behind is killed — but never the service under test, which
         // is perflab's child too (a `prepare` between its start and the workload).
@@ -375,7 +377,8 @@ fn add_service_counters(m: &mut Measurement, r: &Reading) {
 /// functions' shares of all samples as `fn:NAME` metrics. `profile.json` holds the
 /// report's fields and perf's `frequency` (the differential profile turns samples into
 /// CPU time with it); a profile taken on another host has that host, and the pid it
-/// profiled there (null: every CPU), beside them.
+/// profiled there (null: every CPU), beside them; and `jit`, the flags given for JIT
+/// frames and the perf maps kept, where there were any.
 fn add_profile(m: &mut Measurement, p: &ProfileResult, host: Option<&str>) {
     /// The report with its sampling frequency and where it was taken.
     #[derive(serde::Serialize)]
@@ -390,6 +393,9 @@ fn add_profile(m: &mut Measurement, p: &ProfileResult, host: Option<&str>) {
         pid: Option<Option<i32>>,
         #[serde(skip_serializing_if = "Option::is_none")]
         off_cpu: Option<&'a perflab_profile::OffCpuReport>,
+        jit: Option<&'a perflab_profile::JitInfo>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        jit_note: Option<&'a str>,
     }
     // The kernel's share of the samples: the profiler study's first figure (70 % there).
     m.metrics.push(perflab_store::MetricValue::new(
@@ -404,6 +410,8 @@ fn add_profile(m: &mut Measurement, p: &ProfileResult, host: Option<&str>) {
         host,
         pid: host.map(|_| p.pid),
         off_cpu: p.off_cpu.as_ref().map(|o| &o.report),
+        jit: p.jit.as_ref(),
+        jit_note: p.jit_note.as_deref(),
     });
     m.artifacts.push(ArtifactData {
         name: ARTIFACT_PROFILE.into(),

@@ -179,6 +179,7 @@ fn preflight(
         interrupted: flag.clone(),
         run_dir: std::env::temp_dir(),
         attach: None,
+        jit: false,
     };
     let bopts = BuildOptions {
         cache_dir: None,
