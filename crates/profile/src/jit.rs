@@ -615,6 +615,7 @@ mod tests {
             cpu: None,
             time: None,
             event: "cpu-clock".into(),
+            trace: None,
             frames: vec![
                 frame(0x1010, "/tmp/perf-77.map"),
                 frame(0x5000, "/tmp/perf-77.map"),
@@ -642,6 +643,7 @@ mod tests {
             cpu: None,
             time: None,
             event: "cpu-clock".into(),
+            trace: None,
             frames: vec![],
         };
         started(ours, Runtime::Java);
@@ -688,6 +690,7 @@ mod tests {
             cpu: None,
             time: None,
             event: "cpu-clock".into(),
+            trace: None,
             frames: vec![],
         };
         keep_maps(&[sample], &claim, dir.path());
