@@ -18,6 +18,10 @@
 //!   walks the kernel's whole connection hash table. [`sample`] turns two snapshots into
 //!   figures and names them; [`Sampler`] keeps the previous snapshot; [`Monitor`] runs a
 //!   sampler on its own thread for the length of a trial.
+//! - [`pressure`] (pressure stall information, `/proc/pressure/*`) and [`rundelay`]
+//!   (per-task run-queue wait, `/proc/PID/task/*/schedstat`) are the two cheap readings
+//!   a find-max step is judged by (crate workloads' knee module reads them around each
+//!   step); a kernel without PSI is a reason, not an error.
 //! - [`perfcount`] is the one module that is not /proc: `perf_event_open` counters
 //!   (cycles, instructions, page faults, ...) over a trial's whole process tree, opened
 //!   in the child before its `exec` — `perf stat`'s numbers as trial metrics.
@@ -122,8 +126,10 @@ pub mod monitor;
 pub mod net;
 pub mod nfs;
 pub mod perfcount;
+pub mod pressure;
 pub mod probe;
 pub mod process;
+pub mod rundelay;
 pub mod sample;
 pub mod sampler;
 pub mod snapshot;
