@@ -105,37 +105,35 @@ pub fn read_process(root: &Path, pid: i32) -> Option<RunDelay> {
     Some(sum)
 }
 
-/// The number of CPUs in a CPU list (`0-3,8,10-11` → 7); None when it does not parse.
-pub fn count_cpu_list(list: &str) -> Option<usize> {
-    let mut n = 0;
+/// The CPUs of a CPU list (`0-3,8,10-11` → 0,1,2,3,8,10,11); None when it does not
+/// parse or is empty.
+pub fn cpu_list(list: &str) -> Option<Vec<u32>> {
+    let mut out = Vec::new();
     for part in list.trim().split(',').filter(|p| !p.is_empty()) {
         match part.split_once('-') {
             Some((a, b)) => {
-                let (a, b) = (a.parse::<usize>().ok()?, b.parse::<usize>().ok()?);
-                if b < a {
+                let (a, b) = (a.parse::<u32>().ok()?, b.parse::<u32>().ok()?);
+                if b < a || b - a > 65_536 {
                     return None;
                 }
-                n += b - a + 1;
+                out.extend(a..=b);
             }
-            None => {
-                part.parse::<usize>().ok()?;
-                n += 1;
-            }
+            None => out.push(part.parse::<u32>().ok()?),
         }
     }
-    (n > 0).then_some(n)
+    (!out.is_empty()).then_some(out)
 }
 
-/// `Cpus_allowed_list` of a /proc/PID/status text, counted.
-pub fn allowed_cpus(status: &str) -> Option<usize> {
+/// `Cpus_allowed_list` of a /proc/PID/status text.
+pub fn allowed_cpus(status: &str) -> Option<Vec<u32>> {
     status
         .lines()
         .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .and_then(count_cpu_list)
+        .and_then(cpu_list)
 }
 
 /// The CPUs `pid` may run on, read under `root`.
-pub fn read_allowed_cpus(root: &Path, pid: i32) -> Option<usize> {
+pub fn read_allowed_cpus(root: &Path, pid: i32) -> Option<Vec<u32>> {
     let t = std::fs::read_to_string(root.join(pid.to_string()).join("status")).ok()?;
     allowed_cpus(&t)
 }
@@ -180,13 +178,14 @@ mod tests {
     }
 
     #[test]
-    fn cpu_lists_count() {
-        assert_eq!(count_cpu_list("0-3,8,10-11"), Some(7));
-        assert_eq!(count_cpu_list("1\n"), Some(1));
-        assert_eq!(count_cpu_list("3-1"), None);
-        assert_eq!(count_cpu_list(""), None);
+    fn cpu_lists_are_read() {
+        assert_eq!(cpu_list("0-3,8,10-11").map(|l| l.len()), Some(7));
+        assert_eq!(cpu_list("1\n"), Some(vec![1]));
+        assert_eq!(cpu_list("3-1"), None);
+        assert_eq!(cpu_list("0-4294967295"), None);
+        assert_eq!(cpu_list(""), None);
         let status = "Name:\tx\nCpus_allowed:\t3\nCpus_allowed_list:\t0-1\n";
-        assert_eq!(allowed_cpus(status), Some(2));
+        assert_eq!(allowed_cpus(status), Some(vec![0, 1]));
     }
 
     #[test]
@@ -194,7 +193,9 @@ mod tests {
         let me = std::process::id() as i32;
         let d = read_process(Path::new("/proc"), me).expect("schedstat of this process");
         assert!(d.on_cpu_ns > 0);
-        assert!(read_allowed_cpus(Path::new("/proc"), me).unwrap_or(0) >= 1);
+        assert!(!read_allowed_cpus(Path::new("/proc"), me)
+            .unwrap_or_default()
+            .is_empty());
         assert!(read_process(Path::new("/proc"), i32::MAX).is_none());
     }
 }

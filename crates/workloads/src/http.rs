@@ -154,8 +154,11 @@ impl Workload for HttpWorkload {
             .map_err(perflab_load::LoadError::from)
             .and_then(|c| c.reach(spec).map(|_| c))
             .and_then(|c| {
-                let observer = &mut perflab_load::NoObserver;
-                perflab_load::run_until(spec, &c, observer, ctx.interrupted.clone())
+                let mut none = perflab_load::NoObserver;
+                let mut watch = crate::knee::KneeWatch::new(&mut none, first_url(spec));
+                let mut r = perflab_load::run_until(spec, &c, &mut watch, ctx.interrupted.clone())?;
+                r.limit = watch.limit(&r);
+                Ok(r)
             })
             .map_err(|e| WorkloadError::Setup(format!("http load: {e}")))?;
         drop(pin);
@@ -176,6 +179,12 @@ impl Workload for HttpWorkload {
         }
         Ok(m)
     }
+}
+
+/// The URL whose port names the service a find-max knee is judged on: the first of
+/// `urls` (a targets file's are not read here: no service facts then).
+pub fn first_url(spec: &LoadSpec) -> Option<&str> {
+    spec.urls.first().map(String::as_str)
 }
 
 /// `thresholds`: each one's metric (a percentile the report does not store, `max`), the
