@@ -11,7 +11,7 @@
 //! |---|---|---|---|
 //! | 1 | `generator` | its threads on a CPU ≥ 90 % of the step, or on a CPU plus runnable-but-waiting ≥ 90 % | 90 % is the load engine's own saturation mark (`perflab_load::SATURATION`); a worker sharing its CPU is on it only part of the time yet cannot go faster, so waiting counts as busy |
 //! | 2 | `service_cpu` | the service's threads on a CPU or waiting for one ≥ 90 % of its allowed CPUs (`Cpus_allowed_list`), or its busiest thread ≥ 90 % of the step | the same 90 %: a cpuset that full, or a single event loop that full, has no room left; the busiest-thread test catches a one-threaded server on a many-CPU host |
-//! | 3 | `cpu_pressure` | the service's threads waited for a CPU ≥ 0.1 CPUs' worth and ≥ 25 % of their runnable time; with no service process found but a local target, PSI cpu `some` ≥ 50 % | a quarter of its runnable time queued is a service slowed by others, not by itself; the floor of 0.1 CPU keeps a mostly idle service (a few wake-ups, each queued briefly) out; PSI is host-wide, so without the service's own figures only a half-stalled host counts |
+//! | 3 | `cpu_pressure` | the service was runnable (on a CPU or waiting for one) ≥ 50 % of its allowed CPUs or its busiest thread ≥ 50 % of the step, and waited ≥ 25 % of that runnable time; with no service process found but a local target, PSI cpu `some` ≥ 50 % | a service runnable less than half the time it may have is not short of CPU: its waits are wake-up latency (a mostly idle server on a busy host); above that, a quarter of its runnable time queued is a service slowed by others, not by itself; PSI is host-wide, so without the service's own figures only a half-stalled host counts |
 //! | 4 | `listen_queue` | a local target, ≥ 10 listen-queue overflows (`TcpExt.ListenOverflows`) and ≥ 0.1 % of the step's requests | each overflow drops a SYN, which the client resends after 1 s: one in a thousand is enough to move a p99.9 and a tenth of what moves a p99; the floor of 10 ignores a stray burst |
 //! | 5 | `softirq` | a CPU ≥ 90 % busy with ≥ 30 % of its time in softirq | a CPU that full, a third of it in packet processing, is the nginx `__do_softirq` plateau; softirq load sits on one CPU while the average looks harmless |
 //! | 6 | `retransmits` | ≥ 10 segments retransmitted and ≥ 1 % of those sent (`Tcp.RetransSegs / Tcp.OutSegs`) | a healthy LAN retransmits well under 0.1 %; 1 % costs throughput (each loss halves a window) and latency (RTO ≥ 200 ms) |
@@ -30,8 +30,10 @@ use super::facts::StepFacts;
 pub const GENERATOR_BUSY: f64 = 0.9;
 /// The service's share of its allowed CPUs (or of one CPU for its busiest thread).
 pub const SERVICE_CPU: f64 = 0.9;
-/// The service's run-queue wait: CPUs' worth, and share of its runnable time.
-pub const SERVICE_WAIT_CPUS: f64 = 0.1;
+/// The service's runnable share (of its allowed CPUs, or of one CPU for its busiest
+/// thread) from which its run-queue wait counts, and that wait's share of the runnable
+/// time.
+pub const SERVICE_RUNNABLE: f64 = 0.5;
 pub const SERVICE_WAIT_SHARE: f64 = 0.25;
 /// PSI cpu `some` when no service process is known.
 pub const PSI_CPU_SOME: f64 = 0.5;
@@ -135,13 +137,15 @@ fn cpu_pressure(f: &StepFacts) -> Option<Limit> {
         .unwrap_or_default();
     if let Some(s) = &f.service {
         let runnable = s.on_cpu + s.wait;
-        if s.wait >= SERVICE_WAIT_CPUS && s.wait >= SERVICE_WAIT_SHARE * runnable {
+        let allowed = s.allowed_cpus.max(1) as f64;
+        let wanted = runnable >= SERVICE_RUNNABLE * allowed || s.busiest_thread >= SERVICE_RUNNABLE;
+        if wanted && s.wait >= SERVICE_WAIT_SHARE * runnable {
             return limit(
                 LimitResource::CpuPressure,
                 format!(
-                    "the service's threads waited for a CPU {:.2} CPUs' worth ({} of their runnable time, on a CPU {:.2}) at {}{psi}",
-                    s.wait,
+                    "the service's threads waited for a CPU {} of their runnable time ({:.2} CPUs' worth, on a CPU {:.2}) at {}{psi}",
                     pct(s.wait / runnable),
+                    s.wait,
                     s.on_cpu,
                     rate(f.rate)
                 ),

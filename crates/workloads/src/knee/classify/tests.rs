@@ -130,18 +130,27 @@ fn a_one_threaded_service_on_a_bigger_cpuset_is_service_cpu() {
 fn a_service_crowded_out_is_cpu_pressure_from_its_run_delay() {
     let mut f = quiet();
     let s = f.service.as_mut().unwrap();
-    s.on_cpu = 0.5;
-    s.wait = 0.3;
+    s.on_cpu = 0.7;
+    s.wait = 0.4;
     let (r, e) = named(&f);
     assert_eq!(r, LimitResource::CpuPressure, "{e}");
     assert!(
-        e.contains("0.30 CPUs' worth") && e.contains("PSI cpu some 35 %"),
+        e.contains("36 % of their runnable time (0.40 CPUs' worth"),
         "{e}"
     );
-    // A mostly idle service whose few wake-ups queue: not pressure.
+    assert!(e.contains("PSI cpu some 35 %"), "{e}");
+    // One thread of it, runnable most of the step, queued half of that.
     let s = f.service.as_mut().unwrap();
-    s.on_cpu = 0.02;
-    s.wait = 0.05;
+    s.on_cpu = 0.3;
+    s.wait = 0.3;
+    s.busiest_thread = 0.6;
+    assert_eq!(named(&f).0, LimitResource::CpuPressure);
+    // A mostly idle service whose wake-ups queue on a busy host (the slow acceptor of
+    // the listen-queue test, recorded): not short of CPU.
+    let s = f.service.as_mut().unwrap();
+    s.on_cpu = 0.004;
+    s.wait = 0.28;
+    s.busiest_thread = 0.2;
     assert_ne!(named(&f).0, LimitResource::CpuPressure);
 }
 
