@@ -135,7 +135,17 @@ fn two_cpus() -> bool {
 
 /// `perflab http --find-max ... --json URL` in the namespace, bounded; the JSON report.
 fn find_max(ns: &Ns, cpu: Option<usize>, args: &[&str], url: &str) -> serde_json::Value {
-    let lab = common::Lab::new();
+    find_max_in(&common::Lab::new(), ns, cpu, args, url)
+}
+
+/// [`find_max`] with `lab`'s store, which records the run.
+fn find_max_in(
+    lab: &common::Lab,
+    ns: &Ns,
+    cpu: Option<usize>,
+    args: &[&str],
+    url: &str,
+) -> serde_json::Value {
     let mut c = ns.command(&assert_cmd::cargo::cargo_bin("perflab"));
     c.current_dir(lab.dir.path())
         .env("PERFLAB_STORE", lab.store())
@@ -318,7 +328,9 @@ fn a_small_somaxconn_is_named_listen_queue() {
     let Some(ns) = Ns::new("q") else { return };
     ns.exec(&["sysctl", "-q", "-w", "net.core.somaxconn=16"]);
     let _server = SlowAcceptor::start(&ns);
-    let r = find_max(
+    let lab = common::Lab::new();
+    let r = find_max_in(
+        &lab,
         &ns,
         None,
         &[
@@ -337,6 +349,15 @@ fn a_small_somaxconn_is_named_listen_queue() {
     assert!(
         evidence.contains("listen-queue overflows on :8080 during the step at"),
         "{evidence}"
+    );
+    // The stored run's report captions its knee with the same limit.
+    let file = lab.path("knee.html");
+    let out = lab.run(&["report", "--html", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let html = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        html.contains("Limited by the listen queue (listen_queue): "),
+        "no limit under the knee plot"
     );
 }
 
