@@ -9,7 +9,7 @@
 //! # Shape
 //!
 //! - One module per probe ([`cpu`], [`memory`], [`disk`], [`net`], [`sockets`], [`nfs`],
-//!   [`process`]), each a set of small pure functions: `parse_*` over a file's text, and
+//!   [`pressure`], [`process`]), each a set of small pure functions: `parse_*` over a file's text, and
 //!   a rates function over two parsed reads and the seconds between them. They are
 //!   tested on real and synthetic /proc snapshots in `tests/fixtures/`.
 //! - [`snapshot`] is the only place that reads files, relative to a root directory
@@ -80,6 +80,7 @@
 //! | sockets | `sockets.process_close_wait` (held by the followed process tree) | count |
 //! | nfs | `nfs.client.{calls,retrans,authrefresh}_per_s`, `nfs.client.retrans_pct` | 1/s, % |
 //! | nfs | `nfs.server.{calls,badcalls,packets_arrived,sockets_enqueued,threads_woken,threads_timedout}_per_s`, `nfs.server.enqueued_pct`, `nfs.server.threads` | 1/s, %, count |
+//! | pressure | `pressure.cpu.some_pct`, `pressure.memory.{some,full}_pct`, `pressure.io.{some,full}_pct` (share of the interval stalled, from PSI's `total` counters) | % |
 //! | process | `process.cpu_pct` (% of one core), `process.{cpu,user,sys}_s` (cumulative) | %, s |
 //! | process | `process.{rss_kb,threads,fds,procs}`, `process.{vol,invol}_ctxt_per_s` | kB, count, 1/s |
 //!
