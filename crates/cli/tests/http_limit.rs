@@ -455,3 +455,49 @@ fn a_plain_run_has_no_limit() {
     let r = lab.json(&["http", "-d", "300ms", "-c", "2", "--json", &server.url]);
     assert!(r.get("limit").is_none(), "{r}");
 }
+
+/// `kind = "http"` with `find_max = true` in an experiment names a limit too: the
+/// stored report carries it and the HTML report's knee plot shows it. Which resource
+/// runs out first here depends on the machine; that one is named is the point.
+#[test]
+fn an_experiments_find_max_names_a_limit() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = common::Lab::new();
+    let f = lab.write(
+        "knee.toml",
+        r#"[experiment]
+repetitions = 1
+warmup = 0
+noise_check = false
+[service]
+command = "{perflab} serve --hello --port {port} --workers 1"
+ready.http = "http://127.0.0.1:{port}/"
+[workload]
+kind = "http"
+urls = ["http://127.0.0.1:{port}/"]
+threads = 1
+find_max = true
+slo = "p99<1ms"
+rate = 2000
+step_duration = "300ms"
+"#,
+    );
+    let out = lab.run(&["run", f.to_str().unwrap()]);
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(4)),
+        "{}",
+        common::stderr(&out)
+    );
+    let file = lab.path("knee.html");
+    let out = lab.run(&["report", "--html", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let html = std::fs::read_to_string(&file).unwrap();
+    assert!(html.contains("Where latency breaks"), "no knee plot");
+    let caption = html
+        .split("<p class=\"limit\">")
+        .nth(1)
+        .and_then(|s| s.split("</p>").next())
+        .unwrap_or_else(|| panic!("no limit caption"));
+    println!("{caption}");
+    assert!(caption.starts_with("Limited by "), "{caption}");
+}
