@@ -60,7 +60,7 @@ impl LimitResource {
             LimitResource::Retransmits => "retransmits",
             LimitResource::Disk => "the disk",
             LimitResource::Memory => "memory",
-            LimitResource::Unknown => "nothing measured (unknown)",
+            LimitResource::Unknown => "nothing measured",
         }
     }
 }
