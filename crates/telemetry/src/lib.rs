@@ -83,6 +83,7 @@
 //! | pressure | `pressure.cpu.some_pct`, `pressure.memory.{some,full}_pct`, `pressure.io.{some,full}_pct` (share of the interval stalled, from PSI's `total` counters) | % |
 //! | process | `process.cpu_pct` (% of one core), `process.{cpu,user,sys}_s` (cumulative) | %, s |
 //! | process | `process.{rss_kb,threads,fds,procs}`, `process.{vol,invol}_ctxt_per_s` | kB, count, 1/s |
+//! | process | `process.run_wait_pct` (time its threads were runnable but waited for a CPU, % of one core: run delay from schedstat) | % |
 //!
 //! A figure the running kernel does not have (an snmp counter of a newer kernel, NFS on
 //! a host without it) has no series; [`Recording::unavailable`] says which files were

@@ -329,6 +329,8 @@ fn process_points(out: &mut Points, p: &ProcessRates) {
     out.gauge("process.procs", "count", p.procs, Lower).max();
     out.rate("process.vol_ctxt_per_s", "1/s", p.vol_ctxt_per_s, Lower);
     out.rate("process.invol_ctxt_per_s", "1/s", p.invol_ctxt_per_s, Lower);
+    out.rate("process.run_wait_pct", "%", p.run_wait_pct, Lower)
+        .max();
 }
 
 fn cpu_points(out: &mut Points, prefix: &str, c: &CpuPct, summarize: bool) {

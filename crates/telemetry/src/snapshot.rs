@@ -403,6 +403,7 @@ fn proc_snapshot(root: &Path, s: process::PidStat) -> ProcSnapshot {
         fds,
         vol_ctxt: vol,
         invol_ctxt: invol,
+        run_wait_ns: crate::rundelay::read_process(root, s.pid).map_or(0, |d| d.wait_ns),
     }
 }
 
