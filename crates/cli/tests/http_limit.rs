@@ -325,8 +325,16 @@ fn busy_loop(cpu: usize) -> Killed {
 #[test]
 fn a_small_somaxconn_is_named_listen_queue() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let host = || std::fs::read_to_string("/proc/sys/net/core/somaxconn").unwrap();
+    let before = host();
     let Some(ns) = Ns::new("q") else { return };
-    ns.exec(&["sysctl", "-q", "-w", "net.core.somaxconn=16"]);
+    // sysctl net.core.somaxconn=16, in the namespace only (no procps needed).
+    ns.exec(&["sh", "-c", "echo 16 > /proc/sys/net/core/somaxconn"]);
+    ns.exec(&[
+        "sh",
+        "-c",
+        "test \"$(cat /proc/sys/net/core/somaxconn)\" = 16",
+    ]);
     let _server = SlowAcceptor::start(&ns);
     let lab = common::Lab::new();
     let r = find_max_in(
@@ -344,6 +352,7 @@ fn a_small_somaxconn_is_named_listen_queue() {
         ],
         "http://127.0.0.1:8080/",
     );
+    assert_eq!(host(), before, "the host's somaxconn is untouched");
     let (what, evidence) = resource(&r);
     assert_eq!(what, "listen_queue", "{evidence}");
     assert!(
