@@ -509,4 +509,12 @@ step_duration = "300ms"
         .unwrap_or_else(|| panic!("no limit caption"));
     println!("{caption}");
     assert!(caption.starts_with("Limited by "), "{caption}");
+    // The facts it was named from are kept with the trial.
+    let export = lab.json(&["export", "1", "--format", "json"]);
+    let artifacts = export["trials"][0]["artifacts"].as_array().unwrap();
+    assert!(
+        artifacts.iter().any(|a| a["name"] == "knee.json"),
+        "no knee.json among {:?}",
+        artifacts.iter().map(|a| &a["name"]).collect::<Vec<_>>()
+    );
 }

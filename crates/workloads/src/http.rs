@@ -150,7 +150,7 @@ impl Workload for HttpWorkload {
         // Ctrl-C ends the load within milliseconds (the engine checks the flag each turn).
         // A target no connection can reach fails the trial at once with the cause
         // (refused, TLS handshake, ...), not after a load of failed connects.
-        let report = perflab_load::check(spec)
+        let (report, knee) = perflab_load::check(spec)
             .map_err(perflab_load::LoadError::from)
             .and_then(|c| c.reach(spec).map(|_| c))
             .and_then(|c| {
@@ -158,7 +158,7 @@ impl Workload for HttpWorkload {
                 let mut watch = crate::knee::KneeWatch::new(&mut none, first_url(spec));
                 let mut r = perflab_load::run_until(spec, &c, &mut watch, ctx.interrupted.clone())?;
                 r.limit = watch.limit(&r);
-                Ok(r)
+                Ok((r, watch.artifact()))
             })
             .map_err(|e| WorkloadError::Setup(format!("http load: {e}")))?;
         drop(pin);
@@ -167,6 +167,7 @@ impl Workload for HttpWorkload {
         }
         let mut m = measurement(&report);
         add_thresholds(&mut m, spec, &report);
+        m.artifacts.extend(knee);
         if report.requests == 0 {
             return Err(WorkloadError::Failed {
                 message: format!(

@@ -27,6 +27,8 @@ pub mod facts;
 use std::path::PathBuf;
 
 use hdrhistogram::Histogram;
+
+use crate::ArtifactData;
 use perflab_load::{Limit, LimitResource, Mode, Observer, Report, SecondPoint, Step};
 
 use facts::{Reading, StepFacts};
@@ -61,6 +63,15 @@ impl<'a> KneeWatch<'a> {
             before: None,
             facts: Vec::new(),
         }
+    }
+
+    /// The steps' facts as the trial's `knee.json` artifact (None before any step).
+    pub fn artifact(&self) -> Option<ArtifactData> {
+        (!self.facts.is_empty()).then(|| ArtifactData {
+            name: perflab_store::vocab::ARTIFACT_KNEE.into(),
+            media_type: "application/json".into(),
+            content: serde_json::to_vec(&self.facts).unwrap_or_default(),
+        })
     }
 
     /// The limit at the knee of `report` (None: not a find-max run, or no knee).

@@ -67,6 +67,7 @@ impl Workload for LiveHttp {
         if let Ok(r) = &mut result {
             r.limit = watch.limit(r);
         }
+        let knee = watch.artifact();
         drop(watch);
         line.clear();
         drop(pin);
@@ -74,6 +75,7 @@ impl Workload for LiveHttp {
             Ok(r) => {
                 let mut m = perflab_workloads::http::measurement(r);
                 perflab_workloads::http::add_thresholds(&mut m, &self.spec, r);
+                m.artifacts.extend(knee);
                 if r.failed.requests > 0 && !r.interrupted {
                     Err(WorkloadError::Failed {
                         message: r.failed.summary(),
