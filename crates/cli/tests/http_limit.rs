@@ -170,31 +170,44 @@ fn find_max_in(
 }
 
 /// The child's output, or a panic when it outlives `limit` (it is killed by its pid
-/// when the guard drops).
+/// when the guard drops). Its pipes are drained while it runs, so a large report
+/// never blocks it.
 fn wait_bounded(mut child: Killed, limit: Duration) -> std::process::Output {
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut out = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut out);
+            }
+            out
+        })
+    };
+    let stdout = drain(
+        child
+            .0
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .0
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
     let start = Instant::now();
-    loop {
+    let status = loop {
         if let Some(status) = child.0.try_wait().expect("wait") {
-            let mut stdout = Vec::new();
-            let mut stderr = Vec::new();
-            child
-                .0
-                .stdout
-                .take()
-                .map(|mut o| o.read_to_end(&mut stdout));
-            child
-                .0
-                .stderr
-                .take()
-                .map(|mut e| e.read_to_end(&mut stderr));
-            return std::process::Output {
-                status,
-                stdout,
-                stderr,
-            };
+            break status;
         }
         assert!(start.elapsed() < limit, "perflab http ran over {limit:?}");
         std::thread::sleep(Duration::from_millis(50));
+    };
+    std::process::Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
     }
 }
 
