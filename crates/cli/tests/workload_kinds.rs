@@ -182,6 +182,26 @@ duration = "500ms"
 }
 
 #[test]
+fn the_pressure_probe_stores_stall_shares() {
+    let lab = Lab::new();
+    let f = lab.write(
+        "psi.toml",
+        "[experiment]\nrepetitions = 1\nwarmup = 0\nnoise_check = false\n[monitor]\ninterval = \"100ms\"\nprobes = [\"pressure\"]\n[workload]\nkind = \"command\"\ncommand = \"sleep 0.4\"\n",
+    );
+    let out = lab.run(&["run", f.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let show = lab.json(&["show", "--json"]);
+    let m = show["configs"][0]["metrics"].as_array().unwrap();
+    let has = m.iter().any(|m| m["name"] == "pressure.cpu.some_pct");
+    if std::path::Path::new("/proc/pressure/cpu").exists() {
+        assert!(has, "pressure.cpu.some_pct missing from {show}");
+    } else {
+        // A kernel without PSI: not available, never an error.
+        assert!(!has);
+    }
+}
+
+#[test]
 fn a_process_probe_without_a_service_is_an_error() {
     let lab = Lab::new();
     let f = lab.write(

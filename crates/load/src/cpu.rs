@@ -1,6 +1,9 @@
 //! The generator watches itself: CPU time of the calling thread, from
-//! `getrusage(RUSAGE_THREAD)` (user + system). Used to report CPU per request and to
-//! warn when the client, not the server, is the bottleneck.
+//! `getrusage(RUSAGE_THREAD)` (user + system), and the time it was runnable but waited
+//! for a CPU, from `/proc/thread-self/schedstat` (its second field, run-queue wait in
+//! ns). Used to report CPU per request and to warn when the client, not the server, is
+//! the bottleneck: a worker that shares its CPU with something else is on CPU only part
+//! of the time, yet cannot go faster — busy plus waiting is what saturation means then.
 
 use std::time::Duration;
 
@@ -22,6 +25,16 @@ pub(crate) fn thread_cpu() -> Duration {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
+/// Time the calling thread has spent runnable but waiting for a CPU so far; zero where
+/// the kernel has no schedstat (CONFIG_SCHED_INFO off): then only `busy` can tell.
+pub(crate) fn thread_run_wait() -> Duration {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|t| t.split_ascii_whitespace().nth(1)?.parse::<u64>().ok())
+        .map(Duration::from_nanos)
+        .unwrap_or(Duration::ZERO)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -34,5 +47,12 @@ mod tests {
         }
         std::hint::black_box(x);
         assert!(super::thread_cpu() > a);
+    }
+
+    #[test]
+    fn run_wait_is_read_and_never_goes_back() {
+        let a = super::thread_run_wait();
+        std::thread::yield_now();
+        assert!(super::thread_run_wait() >= a);
     }
 }

@@ -45,6 +45,7 @@ impl Search<'_, '_, '_> {
     fn trial(&mut self, rate: f64) -> Result<bool, LoadError> {
         let first = self.results.is_empty();
         let phase = step_phase(self.spec, self.base, RampOver::Rate, rate, first);
+        self.ctx.observer.step_started(rate);
         let res = run_phase(self.prepared, &phase, self.ctx)?;
         let r = Report::from_phases(&[&res], Mode::FindMax, phase.connections, phase.threads);
         let passed = self.slo.holds(&res.hist)

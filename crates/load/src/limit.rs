@@ -47,6 +47,24 @@ impl LimitResource {
     }
 }
 
+impl LimitResource {
+    /// The resource in words, for the line after the max rate ("limited by the
+    /// listen queue: ...").
+    pub fn phrase(self) -> &'static str {
+        match self {
+            LimitResource::Generator => "the load generator",
+            LimitResource::ServiceCpu => "the service's CPU",
+            LimitResource::CpuPressure => "CPU pressure",
+            LimitResource::ListenQueue => "the listen queue",
+            LimitResource::Softirq => "softirq",
+            LimitResource::Retransmits => "retransmits",
+            LimitResource::Disk => "the disk",
+            LimitResource::Memory => "memory",
+            LimitResource::Unknown => "nothing measured",
+        }
+    }
+}
+
 impl fmt::Display for LimitResource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

@@ -106,6 +106,7 @@ impl Report {
             failed_status += p.failed().saturating_sub(p.errors.total);
             duration = duration.max(p.duration_s);
             r.client_busy = r.client_busy.max(p.client_busy);
+            r.client_wait = r.client_wait.max(p.client_wait);
             r.interrupted |= p.interrupted;
             if r.tls_failure.is_none() {
                 r.tls_failure.clone_from(&p.tls_failure);

@@ -64,6 +64,8 @@ pub(crate) struct Totals {
     /// Connections opened per protocol: HTTP/1.1, HTTP/2.
     pub protocols: [u64; 2],
     pub cpu: Duration,
+    /// Time runnable but waiting for a CPU (schedstat), over the recorded part.
+    pub wait: Duration,
     pub wall: Duration,
     /// Why the first TLS failure happened (the others are only counted).
     pub tls_failure: Option<Phrase>,
@@ -124,6 +126,7 @@ impl Default for Totals {
             connections_opened: 0,
             protocols: [0; 2],
             cpu: Duration::ZERO,
+            wait: Duration::ZERO,
             wall: Duration::ZERO,
             tls_failure: None,
             connect_failure: None,
@@ -152,6 +155,7 @@ impl Totals {
         self.protocols[0] += o.protocols[0];
         self.protocols[1] += o.protocols[1];
         self.cpu += o.cpu;
+        self.wait += o.wait;
         self.wall += o.wall;
         if self.tls_failure.is_none() {
             self.tls_failure.clone_from(&o.tls_failure);

@@ -206,6 +206,16 @@ pub struct Step {
     /// Find-max only: whether the step met the SLO.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub passed: Option<bool>,
+    /// The generator's worker threads over the step: mean fraction of wall time on a
+    /// CPU ([`Report::client_busy`]) ...
+    #[serde(default)]
+    pub client_busy: f64,
+    /// ... and runnable but waiting for one ([`Report::client_wait`]).
+    #[serde(default)]
+    pub client_wait: f64,
+    /// Requests written later than `open::LATE_AFTER` after their intended time.
+    #[serde(default)]
+    pub late: u64,
 }
 
 /// One target of a run with several: its own rate, latency and statuses.
@@ -276,6 +286,11 @@ pub struct Report {
     pub failed: Failed,
     /// Mean fraction of wall time the worker threads spent on CPU.
     pub client_busy: f64,
+    /// Mean fraction of wall time the worker threads were runnable but waited for a
+    /// CPU (run delay, /proc/thread-self/schedstat): a generator sharing its CPU is
+    /// saturated at a `client_busy` well under 1.
+    #[serde(default)]
+    pub client_wait: f64,
     /// Find-max: the lowest rate that broke the SLO.
     pub broke_at: Option<f64>,
     /// Find-max repeated (`--find-max-repetitions N`): `max_rate` is the mean of the
@@ -362,11 +377,14 @@ impl Report {
         let error_kinds = ErrorKinds::from_counts(&totals.errors);
         let errors = Errors::from_kinds(&error_kinds, totals.errors.iter().sum());
         let per_sec = |x: f64| if elapsed > 0.0 { x / elapsed } else { 0.0 };
-        let busy = if totals.wall.is_zero() {
-            0.0
-        } else {
-            totals.cpu.as_secs_f64() / totals.wall.as_secs_f64()
+        let share = |d: std::time::Duration| {
+            if totals.wall.is_zero() {
+                0.0
+            } else {
+                d.as_secs_f64() / totals.wall.as_secs_f64()
+            }
         };
+        let (busy, wait) = (share(totals.cpu), share(totals.wait));
         let saturated = busy >= SATURATION;
         let failed_status: u64 = (400..STATUS_SLOTS).map(|s| totals.status[s]).sum();
         let siege = Siege::compute(&totals, &hist, errors.total, failed_status, elapsed);
@@ -406,6 +424,7 @@ impl Report {
             error_kinds,
             failed,
             client_busy: busy,
+            client_wait: wait,
             broke_at: None,
             max_rate_ci_low: None,
             max_rate_ci_high: None,
@@ -491,6 +510,9 @@ impl Report {
             requests: self.requests,
             duration_s: self.duration_s,
             passed,
+            client_busy: self.client_busy,
+            client_wait: self.client_wait,
+            late: self.late,
         }
     }
 }

@@ -268,6 +268,19 @@ fn find_max(s: &mut String, r: &Report) {
     if let Some(b) = r.broke_at {
         row(s, "Broke at", format!("{b:.1} req/s"));
     }
+    limit_line(s, r);
+}
+
+/// What ran out at the knee, with its evidence (`report.limit`, set by the caller that
+/// watched the host: crate workloads' knee module).
+fn limit_line(s: &mut String, r: &Report) {
+    if let Some(l) = &r.limit {
+        row(
+            s,
+            "Limited by",
+            format!("{} ({}): {}", l.resource.phrase(), l.resource, l.evidence),
+        );
+    }
 }
 
 fn latency_row(s: &mut String, label: &str, l: &Latency) {
@@ -276,4 +289,32 @@ fn latency_row(s: &mut String, label: &str, l: &Latency) {
         "  {:<18} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
         label, l.mean, l.sd, l.p50, l.p75, l.p90, l.p99, l.p999, l.p9999, l.max
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::limit::{Limit, LimitResource};
+    use crate::report::{Mode, Report};
+
+    #[test]
+    fn the_limit_follows_the_max_rate_line() {
+        let mut r = Report::from_phases(&[], Mode::FindMax, 1, 1);
+        r.max_rate = Some(22_400.0);
+        r.broke_at = Some(24_000.0);
+        r.limit = Some(Limit {
+            resource: LimitResource::ListenQueue,
+            evidence: "1,427 listen-queue overflows on :8080 during the step at 24,000 req/s"
+                .into(),
+        });
+        let text = super::render(&r);
+        let max = text.find("Max rate").unwrap();
+        let lim = text.find("Limited by").unwrap();
+        assert!(lim > max, "{text}");
+        assert!(
+            text.contains("the listen queue (listen_queue): 1,427 listen-queue overflows on :8080"),
+            "{text}"
+        );
+        r.limit = None;
+        assert!(!super::render(&r).contains("Limited by"));
+    }
 }

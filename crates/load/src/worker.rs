@@ -14,7 +14,7 @@
 
 use crate::closed::ClosedLoop;
 use crate::conn::{ConnState, Connection, ErrorKind, Progress, Sent};
-use crate::cpu::thread_cpu;
+use crate::cpu::{thread_cpu, thread_run_wait};
 use crate::open::OpenLoop;
 use crate::parse::Completed;
 use crate::record::{micros, Msg, Recorder};
@@ -94,6 +94,7 @@ pub(crate) struct Core<D: Driver> {
     pub connecting: usize,
     rng: u64,
     cpu_start: Duration,
+    wait_start: Duration,
 }
 
 impl<D: Driver> Core<D> {
@@ -295,6 +296,7 @@ impl<D: Driver> Worker<D> {
                 connecting: 0,
                 rng,
                 cpu_start: Duration::ZERO,
+                wait_start: Duration::ZERO,
                 cfg,
             },
             model,
@@ -315,6 +317,7 @@ impl<D: Driver> Worker<D> {
             if !self.core.recording && now >= self.core.cfg.record_start {
                 self.core.recording = true;
                 self.core.cpu_start = thread_cpu();
+                self.core.wait_start = thread_run_wait();
             }
             if self.core.cfg.end.is_some_and(|e| now >= e)
                 || self.finished()
@@ -530,6 +533,7 @@ impl<D: Driver> Worker<D> {
                 core.rec.totals.late += ol.late();
             }
             core.rec.totals.cpu = thread_cpu().saturating_sub(core.cpu_start);
+            core.rec.totals.wait = thread_run_wait().saturating_sub(core.wait_start);
             core.rec.totals.wall = now.saturating_duration_since(core.cfg.record_start);
         }
         let end = core.cfg.end.map_or(now, |e| e.min(now));

@@ -64,6 +64,10 @@ pub const ARTIFACT_SERVICE: &str = "service.json";
 pub const ARTIFACT_MONITOR: &str = "monitor.json";
 /// The full HTTP load report (JSON, `perflab_load::Report`).
 pub const ARTIFACT_HTTP_REPORT: &str = "http-report.json";
+/// What was read around each find-max step of an http trial (JSON: one record per
+/// step, crate workloads' `knee::facts::StepFacts`), from which the report's `limit`
+/// was named.
+pub const ARTIFACT_KNEE: &str = "knee.json";
 /// The full disk report (JSON).
 pub const ARTIFACT_DISK_REPORT: &str = "disk-report.json";
 /// An http trial's threshold verdicts (`[workload] thresholds`).

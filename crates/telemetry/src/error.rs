@@ -41,7 +41,7 @@ pub enum TelemetryError {
     IntervalTooShort(Duration),
     /// A probe name that is not one of [`crate::Probe::ALL`].
     #[error(
-        "unknown probe `{0}`: expected one of cpu, sched, memory, disk, net, sockets, nfs, process"
+        "unknown probe `{0}`: expected one of cpu, sched, memory, disk, net, sockets, nfs, pressure, process"
     )]
     UnknownProbe(String),
     /// The `process` probe was asked for without a pid to follow.

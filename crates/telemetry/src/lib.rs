@@ -9,7 +9,7 @@
 //! # Shape
 //!
 //! - One module per probe ([`cpu`], [`memory`], [`disk`], [`net`], [`sockets`], [`nfs`],
-//!   [`process`]), each a set of small pure functions: `parse_*` over a file's text, and
+//!   [`pressure`], [`process`]), each a set of small pure functions: `parse_*` over a file's text, and
 //!   a rates function over two parsed reads and the seconds between them. They are
 //!   tested on real and synthetic /proc snapshots in `tests/fixtures/`.
 //! - [`snapshot`] is the only place that reads files, relative to a root directory
@@ -18,6 +18,10 @@
 //!   walks the kernel's whole connection hash table. [`sample`] turns two snapshots into
 //!   figures and names them; [`Sampler`] keeps the previous snapshot; [`Monitor`] runs a
 //!   sampler on its own thread for the length of a trial.
+//! - [`pressure`] (pressure stall information, `/proc/pressure/*`) and [`rundelay`]
+//!   (per-task run-queue wait, `/proc/PID/task/*/schedstat`) are the two cheap readings
+//!   a find-max step is judged by (crate workloads' knee module reads them around each
+//!   step); a kernel without PSI is a reason, not an error.
 //! - [`perfcount`] is the one module that is not /proc: `perf_event_open` counters
 //!   (cycles, instructions, page faults, ...) over a trial's whole process tree, opened
 //!   in the child before its `exec` — `perf stat`'s numbers as trial metrics.
@@ -76,8 +80,10 @@
 //! | sockets | `sockets.process_close_wait` (held by the followed process tree) | count |
 //! | nfs | `nfs.client.{calls,retrans,authrefresh}_per_s`, `nfs.client.retrans_pct` | 1/s, % |
 //! | nfs | `nfs.server.{calls,badcalls,packets_arrived,sockets_enqueued,threads_woken,threads_timedout}_per_s`, `nfs.server.enqueued_pct`, `nfs.server.threads` | 1/s, %, count |
+//! | pressure | `pressure.cpu.some_pct`, `pressure.memory.{some,full}_pct`, `pressure.io.{some,full}_pct` (share of the interval stalled, from PSI's `total` counters) | % |
 //! | process | `process.cpu_pct` (% of one core), `process.{cpu,user,sys}_s` (cumulative) | %, s |
 //! | process | `process.{rss_kb,threads,fds,procs}`, `process.{vol,invol}_ctxt_per_s` | kB, count, 1/s |
+//! | process | `process.run_wait_pct` (time its threads were runnable but waited for a CPU, % of one core: run delay from schedstat) | % |
 //!
 //! A figure the running kernel does not have (an snmp counter of a newer kernel, NFS on
 //! a host without it) has no series; [`Recording::unavailable`] says which files were
@@ -122,8 +128,10 @@ pub mod monitor;
 pub mod net;
 pub mod nfs;
 pub mod perfcount;
+pub mod pressure;
 pub mod probe;
 pub mod process;
+pub mod rundelay;
 pub mod sample;
 pub mod sampler;
 pub mod snapshot;

@@ -22,13 +22,15 @@ pub enum Probe {
     Sockets,
     /// /proc/net/rpc/{nfs,nfsd}, /proc/fs/nfsd/pool_stats.
     Nfs,
+    /// /proc/pressure/{cpu,memory,io}: pressure stall information.
+    Pressure,
     /// The followed pid and its descendants.
     Process,
 }
 
 impl Probe {
     /// Every probe, in the order figures are reported.
-    pub const ALL: [Probe; 8] = [
+    pub const ALL: [Probe; 9] = [
         Probe::Cpu,
         Probe::Sched,
         Probe::Memory,
@@ -36,6 +38,7 @@ impl Probe {
         Probe::Net,
         Probe::Sockets,
         Probe::Nfs,
+        Probe::Pressure,
         Probe::Process,
     ];
 
@@ -49,6 +52,7 @@ impl Probe {
             Probe::Net => "net",
             Probe::Sockets => "sockets",
             Probe::Nfs => "nfs",
+            Probe::Pressure => "pressure",
             Probe::Process => "process",
         }
     }

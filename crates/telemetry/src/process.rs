@@ -17,7 +17,9 @@
 //!
 //! So the cumulative CPU seconds never go down and count each jiffy once. Context
 //! switches are summed over the threads of each process (/proc/PID/task/*/status), since
-//! /proc/PID/status only counts the main thread.
+//! /proc/PID/status only counts the main thread; so is the run delay (time runnable but
+//! waiting for a CPU, /proc/PID/task/*/schedstat, see [`crate::rundelay`]), counted for
+//! processes seen twice or first seen now (a process's waits die with it).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -157,6 +159,8 @@ pub struct ProcSnapshot {
     /// Summed over the process's threads.
     pub vol_ctxt: u64,
     pub invol_ctxt: u64,
+    /// Time runnable but waiting for a CPU, ns, summed over the process's threads.
+    pub run_wait_ns: u64,
 }
 
 /// The `process` figures of one interval.
@@ -174,6 +178,8 @@ pub struct ProcessRates {
     pub procs: f64,
     pub vol_ctxt_per_s: f64,
     pub invol_ctxt_per_s: f64,
+    /// Time the tree's threads waited for a CPU in the interval, % of one core.
+    pub run_wait_pct: f64,
 }
 
 /// Follows one process tree across samples (see the module doc for the CPU rules).
@@ -200,7 +206,7 @@ impl ProcessTracker {
     pub fn update(&mut self, cur: &[ProcSnapshot], secs: f64) -> ProcessRates {
         let same = |p: &ProcSnapshot, c: &ProcSnapshot| p.starttime == c.starttime;
         let (mut du, mut ds) = (0u64, 0u64);
-        let (mut dvol, mut dinvol) = (0u64, 0u64);
+        let (mut dvol, mut dinvol, mut dwait) = (0u64, 0u64, 0u64);
         // Last-seen time of children that vanished, by the parent that may have reaped them.
         let mut vanished: HashMap<i32, (u64, u64)> = HashMap::new();
         let alive: HashMap<i32, &ProcSnapshot> = cur.iter().map(|c| (c.pid, c)).collect();
@@ -231,6 +237,7 @@ impl ProcessTracker {
             ds += c.stime.saturating_sub(base.stime);
             dvol += c.vol_ctxt.saturating_sub(base.vol_ctxt);
             dinvol += c.invol_ctxt.saturating_sub(base.invol_ctxt);
+            dwait += c.run_wait_ns.saturating_sub(base.run_wait_ns);
             let (gone_u, gone_s) = vanished.get(&c.pid).copied().unwrap_or_default();
             let reaped_u = c.cutime.saturating_sub(base.cutime);
             let reaped_s = c.cstime.saturating_sub(base.cstime);
@@ -253,6 +260,7 @@ impl ProcessTracker {
             procs: cur.len() as f64,
             vol_ctxt_per_s: per_s(dvol),
             invol_ctxt_per_s: per_s(dinvol),
+            run_wait_pct: per_s(dwait) / 1e9 * 100.0,
         }
     }
 }
@@ -348,5 +356,20 @@ mod tests {
         reused.starttime = 999;
         let r = t.update(&[reused], 1.0);
         assert!((r.cpu_s - 0.05).abs() < 1e-9);
+    }
+
+    #[test]
+    fn run_wait_is_the_tree_s_growth_as_a_share_of_one_core() {
+        let w = |pid: i32, ns: u64| ProcSnapshot {
+            run_wait_ns: ns,
+            ..p(pid, 1, 0, 0)
+        };
+        let mut t = ProcessTracker::new(&[w(10, 1_000_000_000)], 100);
+        // 10 waited 0.2 s more; 11 (new) waited 0.1 s, all of it inside the interval.
+        let r = t.update(&[w(10, 1_200_000_000), w(11, 100_000_000)], 0.5);
+        assert!((r.run_wait_pct - 60.0).abs() < 1e-9, "{}", r.run_wait_pct);
+        // No growth, no wait.
+        let r = t.update(&[w(10, 1_200_000_000)], 1.0);
+        assert_eq!(r.run_wait_pct, 0.0);
     }
 }

@@ -8,6 +8,7 @@ use crate::disk::{self, DiskFilter, DiskRates};
 use crate::memory::{self, MemoryRates};
 use crate::net::{self, NetRates};
 use crate::nfs::{self, NfsRates};
+use crate::pressure;
 use crate::process::ProcessRates;
 use crate::snapshot::Snapshot;
 use crate::sockets::SocketCounts;
@@ -39,7 +40,18 @@ pub struct Sample {
     /// CLOSE_WAIT sockets held by the followed process (and its tree, with `process`).
     pub process_close_wait: Option<u64>,
     pub nfs: Option<NfsRates>,
+    pub pressure: Option<PressureRates>,
     pub process: Option<ProcessRates>,
+}
+
+/// Stall shares over one interval, % of its wall time (from the PSI `total` counters).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct PressureRates {
+    pub cpu_some: f64,
+    pub memory_some: f64,
+    pub memory_full: f64,
+    pub io_some: f64,
+    pub io_full: f64,
 }
 
 impl Sample {
@@ -89,6 +101,22 @@ impl Sample {
         s.sockets = cur.sockets.clone();
         if let (Some(a), Some(b)) = (&prev.nfs, &cur.nfs) {
             s.nfs = nfs::nfs_rates(a, b, secs);
+        }
+        if let (Some(a), Some(b)) = (&prev.pressure, &cur.pressure) {
+            let pct = |x: &pressure::PsiLine, y: &pressure::PsiLine| {
+                pressure::stall_share(x, y, secs) * 100.0
+            };
+            let full = |x: &pressure::Pressure, y: &pressure::Pressure| match (&x.full, &y.full) {
+                (Some(p), Some(q)) => pct(p, q),
+                _ => 0.0,
+            };
+            s.pressure = Some(PressureRates {
+                cpu_some: pct(&a.cpu.some, &b.cpu.some),
+                memory_some: pct(&a.memory.some, &b.memory.some),
+                memory_full: full(&a.memory, &b.memory),
+                io_some: pct(&a.io.some, &b.io.some),
+                io_full: full(&a.io, &b.io),
+            });
         }
         s
     }
@@ -141,10 +169,26 @@ impl Sample {
         if let Some(n) = &self.nfs {
             nfs_points(&mut out, n);
         }
+        if let Some(p) = &self.pressure {
+            pressure_points(&mut out, p);
+        }
         if let Some(p) = &self.process {
             process_points(&mut out, p);
         }
         out.0
+    }
+}
+
+/// Pressure stall shares; the peak interval of each too (a stall is bursty).
+fn pressure_points(out: &mut Points, p: &PressureRates) {
+    for (name, v) in [
+        ("pressure.cpu.some_pct", p.cpu_some),
+        ("pressure.memory.some_pct", p.memory_some),
+        ("pressure.memory.full_pct", p.memory_full),
+        ("pressure.io.some_pct", p.io_some),
+        ("pressure.io.full_pct", p.io_full),
+    ] {
+        out.rate(name, "%", v, Lower).max();
     }
 }
 
@@ -285,6 +329,8 @@ fn process_points(out: &mut Points, p: &ProcessRates) {
     out.gauge("process.procs", "count", p.procs, Lower).max();
     out.rate("process.vol_ctxt_per_s", "1/s", p.vol_ctxt_per_s, Lower);
     out.rate("process.invol_ctxt_per_s", "1/s", p.invol_ctxt_per_s, Lower);
+    out.rate("process.run_wait_pct", "%", p.run_wait_pct, Lower)
+        .max();
 }
 
 fn cpu_points(out: &mut Points, prefix: &str, c: &CpuPct, summarize: bool) {
@@ -496,5 +542,51 @@ mod tests {
         s.disks.push(("sdc".into(), d(40.0, 1.0)));
         assert_eq!(s.busiest_disk().unwrap().0, "sdc");
         assert!(Sample::default().busiest_disk().is_none());
+    }
+
+    #[test]
+    fn pressure_is_the_stall_counters_growth_over_the_interval() {
+        use crate::pressure::{parse_pressure, PressureSet};
+        let set = |cpu: u64, mem: u64, io_full: u64| {
+            PressureSet {
+            cpu: parse_pressure("cpu", &format!("some avg10=0 avg60=0 avg300=0 total={cpu}\n"))
+                .unwrap(),
+            memory: parse_pressure(
+                "memory",
+                &format!(
+                    "some avg10=0 avg60=0 avg300=0 total={mem}\nfull avg10=0 avg60=0 avg300=0 total=0\n"
+                ),
+            )
+            .unwrap(),
+            io: parse_pressure(
+                "io",
+                &format!(
+                    "some avg10=0 avg60=0 avg300=0 total={io_full}\nfull avg10=0 avg60=0 avg300=0 total={io_full}\n"
+                ),
+            )
+            .unwrap(),
+        }
+        };
+        let a = Snapshot {
+            at: 10.0,
+            pressure: Some(set(1_000_000, 0, 0)),
+            ..Default::default()
+        };
+        let b = Snapshot {
+            at: 12.0,
+            pressure: Some(set(1_500_000, 100_000, 2_000_000)),
+            ..Default::default()
+        };
+        let s = Sample::between(&a, &b, 10.0, &DiskFilter::default());
+        let p = s.pressure.unwrap();
+        assert!((p.cpu_some - 25.0).abs() < 1e-9, "{p:?}");
+        assert!((p.memory_some - 5.0).abs() < 1e-9, "{p:?}");
+        assert!((p.io_full - 100.0).abs() < 1e-9, "{p:?}");
+        let points = s.points();
+        let cpu = points
+            .iter()
+            .find(|x| x.name == "pressure.cpu.some_pct")
+            .unwrap();
+        assert_eq!((cpu.unit, cpu.max), ("%", true));
     }
 }

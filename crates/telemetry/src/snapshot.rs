@@ -20,6 +20,7 @@ use crate::error::ParseError;
 use crate::memory::{self, MemInfo, VmCounters};
 use crate::net::{self, NetCounters};
 use crate::nfs::{self, NfsCounters};
+use crate::pressure::{self, PressureSet};
 use crate::probe::Probe;
 use crate::process::{self, ProcSnapshot};
 use crate::sock_diag;
@@ -61,6 +62,8 @@ pub struct Snapshot {
     pub net: Option<NetCounters>,
     pub sockets: Option<SocketCounts>,
     pub nfs: Option<NfsCounters>,
+    /// Pressure stall information (None: probe off, or a kernel without PSI).
+    pub pressure: Option<PressureSet>,
     /// The followed process tree (root first); empty once the process is gone.
     pub procs: Option<Vec<ProcSnapshot>>,
 }
@@ -200,6 +203,15 @@ impl Snapshot {
                 ),
             };
             s.nfs = Some(n);
+        }
+        if spec.has(Probe::Pressure) {
+            s.pressure = match pressure::read_pressure(root) {
+                Ok(p) => Some(p),
+                Err(why) => {
+                    notes.unavailable("pressure", why);
+                    None
+                }
+            };
         }
         s
     }
@@ -391,5 +403,33 @@ fn proc_snapshot(root: &Path, s: process::PidStat) -> ProcSnapshot {
         fds,
         vol_ctxt: vol,
         invol_ctxt: invol,
+        run_wait_ns: crate::rundelay::read_process(root, s.pid).map_or(0, |d| d.wait_ns),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kernel_without_psi_is_not_available_not_a_warning() {
+        let root = std::env::temp_dir().join(format!("perflab-nopsi-{}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        let mut notes = Notes::default();
+        let spec = ReadSpec {
+            root: &root,
+            probes: &[Probe::Pressure],
+            pid: None,
+        };
+        let s = Snapshot::read(&spec, 0.0, &mut notes);
+        let _ = std::fs::remove_dir_all(&root);
+        assert!(s.pressure.is_none());
+        assert!(notes.warnings.is_empty(), "{:?}", notes.warnings);
+        assert_eq!(notes.unavailable.len(), 1, "{:?}", notes.unavailable);
+        assert!(
+            notes.unavailable[0].contains("pressure"),
+            "{:?}",
+            notes.unavailable
+        );
     }
 }

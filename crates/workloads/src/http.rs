@@ -150,12 +150,15 @@ impl Workload for HttpWorkload {
         // Ctrl-C ends the load within milliseconds (the engine checks the flag each turn).
         // A target no connection can reach fails the trial at once with the cause
         // (refused, TLS handshake, ...), not after a load of failed connects.
-        let report = perflab_load::check(spec)
+        let (report, knee) = perflab_load::check(spec)
             .map_err(perflab_load::LoadError::from)
             .and_then(|c| c.reach(spec).map(|_| c))
             .and_then(|c| {
-                let observer = &mut perflab_load::NoObserver;
-                perflab_load::run_until(spec, &c, observer, ctx.interrupted.clone())
+                let mut none = perflab_load::NoObserver;
+                let mut watch = crate::knee::KneeWatch::new(&mut none, first_url(spec));
+                let mut r = perflab_load::run_until(spec, &c, &mut watch, ctx.interrupted.clone())?;
+                r.limit = watch.limit(&r);
+                Ok((r, watch.artifact()))
             })
             .map_err(|e| WorkloadError::Setup(format!("http load: {e}")))?;
         drop(pin);
@@ -164,6 +167,7 @@ impl Workload for HttpWorkload {
         }
         let mut m = measurement(&report);
         add_thresholds(&mut m, spec, &report);
+        m.artifacts.extend(knee);
         if report.requests == 0 {
             return Err(WorkloadError::Failed {
                 message: format!(
@@ -176,6 +180,12 @@ impl Workload for HttpWorkload {
         }
         Ok(m)
     }
+}
+
+/// The URL whose port names the service a find-max knee is judged on: the first of
+/// `urls` (a targets file's are not read here: no service facts then).
+pub fn first_url(spec: &LoadSpec) -> Option<&str> {
+    spec.urls.first().map(String::as_str)
 }
 
 /// `thresholds`: each one's metric (a percentile the report does not store, `max`), the

@@ -19,6 +19,7 @@ pub mod disk;
 pub mod doctor;
 mod hold;
 pub mod http;
+pub mod knee;
 pub mod mem;
 pub mod metrics;
 pub mod net;

@@ -113,7 +113,9 @@ pub struct HttpArgs {
     #[arg(long, value_name = "DURATION")]
     pub step_duration: Option<String>,
 
-    /// Knee search: the highest rate that meets --slo.
+    /// Knee search: the highest rate that meets --slo, and what ran out at the knee
+    /// (`limit`: generator, service_cpu, cpu_pressure, listen_queue, softirq,
+    /// retransmits, disk, memory or unknown, with its numbers).
     #[arg(long)]
     pub find_max: bool,
 

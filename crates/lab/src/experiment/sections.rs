@@ -125,7 +125,7 @@ pub(super) fn monitor(
                 let probe = Probe::parse_list(&[p.get_ref()]).map_err(|e| {
                     loc.at(
                         p.span().start,
-                        format!("monitor.probes: {e} (expected cpu, sched, memory, disk, net, sockets, nfs, process)"),
+                        format!("monitor.probes: {e} (expected cpu, sched, memory, disk, net, sockets, nfs, pressure, process)"),
                     )
                 })?;
                 if probe.contains(&Probe::Process) && !has_service {

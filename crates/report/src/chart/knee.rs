@@ -1,6 +1,7 @@
 //! The knee plot of a `--ramp` or `--find-max` load run: p99 latency against the
 //! offered rate, one line through the steps that met the SLO and one through those
-//! that broke it, so where response time breaks (SPECweb's question) is visible.
+//! that broke it, so where response time breaks (SPECweb's question) is visible; a
+//! find-max run's caption names what ran out there ([`limit_caption`]).
 
 use super::line::{render, LinePlot};
 use super::{domain, labelled, nice_ticks};
@@ -72,6 +73,27 @@ pub fn from_report(json: &[u8]) -> Option<(Vec<Step>, Option<f64>)> {
     Some((steps, v["max_rate"].as_f64()))
 }
 
+/// The caption under a find-max knee: what ran out, with its evidence, from the
+/// report's `limit` (`{"resource": "listen_queue", "evidence": "..."}`); None without
+/// one. Plain text: the caller escapes it.
+pub fn limit_caption(json: &[u8]) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_slice(json).ok()?;
+    let resource = v["limit"]["resource"].as_str()?;
+    let evidence = v["limit"]["evidence"].as_str().unwrap_or("");
+    let what = match resource {
+        "generator" => "the load generator",
+        "service_cpu" => "the service's CPU",
+        "cpu_pressure" => "CPU pressure",
+        "listen_queue" => "the listen queue",
+        "softirq" => "softirq",
+        "retransmits" => "retransmits",
+        "disk" => "the disk",
+        "memory" => "memory",
+        _ => "nothing measured",
+    };
+    Some(format!("Limited by {what} ({resource}): {evidence}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,5 +111,16 @@ mod tests {
         assert!(svg.contains("met the SLO") && svg.contains("broke the SLO"));
         assert!(svg.contains("400 req/s"));
         assert!(chart(&steps[..1], None).is_none());
+    }
+
+    #[test]
+    fn the_limit_is_the_caption() {
+        let report = br#"{"max_rate": 400.0, "steps": [], "limit": {"resource": "listen_queue",
+            "evidence": "1,427 listen-queue overflows on :8080 during the step at 24,000 req/s"}}"#;
+        assert_eq!(
+            limit_caption(report).unwrap(),
+            "Limited by the listen queue (listen_queue): 1,427 listen-queue overflows on :8080 during the step at 24,000 req/s"
+        );
+        assert!(limit_caption(br#"{"max_rate": 400.0, "steps": []}"#).is_none());
     }
 }

@@ -528,28 +528,35 @@ fn latency_section(o: &mut String, d: &ReportData) {
     o.push('\n');
 }
 
-/// The knee plot of the first trial whose HTTP report has ramp / find-max steps.
+/// The knee plot of the first trial whose HTTP report has ramp / find-max steps. A
+/// failed trial counts too: a find-max search whose steps above the knee failed
+/// requests (an overloaded server drops them) is recorded failed, and its knee is the
+/// point of the run.
 fn knee(o: &mut String, d: &ReportData) {
     let found = d
         .export
         .trials
         .iter()
-        .filter(|t| t.status == "ok")
+        .filter(|t| t.status == "ok" || t.status == "failed")
         .find_map(|t| {
             let a = t
                 .artifacts
                 .iter()
                 .find(|a| a.name == ARTIFACT_HTTP_REPORT)?;
             let (steps, max) = crate::chart::knee::from_report(&a.content)?;
-            Some((t, crate::chart::knee::chart(&steps, max)?))
+            let caption = crate::chart::knee::limit_caption(&a.content);
+            Some((t, crate::chart::knee::chart(&steps, max)?, caption))
         });
-    if let Some((t, svg)) = found {
+    if let Some((t, svg, caption)) = found {
         let _ = writeln!(
             o,
             "<h2>Where latency breaks</h2><p class=\"muted\">Load steps of trial {} ({}).</p>{svg}",
             t.ordinal,
             esc(d.config_label(t.config))
         );
+        if let Some(c) = caption {
+            let _ = writeln!(o, "<p class=\"limit\">{}</p>", esc(&c));
+        }
     }
 }
 

@@ -55,18 +55,27 @@ impl Workload for LiveHttp {
     fn run(&self, ctx: &TrialContext) -> Result<Measurement, WorkloadError> {
         let pin = ctx.pin_this_thread()?;
         let mut line = LiveLine::new(self.on);
-        let result = perflab_load::run_until(
+        // A find-max run's knee is judged from the host around each step.
+        let url = perflab_workloads::http::first_url(&self.spec);
+        let mut watch = perflab_workloads::knee::KneeWatch::new(&mut line, url);
+        let mut result = perflab_load::run_until(
             &self.spec,
             &self.checked,
-            &mut line,
+            &mut watch,
             ctx.interrupted.clone(),
         );
+        if let Ok(r) = &mut result {
+            r.limit = watch.limit(r);
+        }
+        let knee = watch.artifact();
+        drop(watch);
         line.clear();
         drop(pin);
         let outcome = match &result {
             Ok(r) => {
                 let mut m = perflab_workloads::http::measurement(r);
                 perflab_workloads::http::add_thresholds(&mut m, &self.spec, r);
+                m.artifacts.extend(knee);
                 if r.failed.requests > 0 && !r.interrupted {
                     Err(WorkloadError::Failed {
                         message: r.failed.summary(),
