@@ -27,8 +27,10 @@
 pub mod annotate;
 pub mod callgraph;
 pub mod control;
+mod elf;
 pub mod error;
 pub mod flame;
+pub mod framepointers;
 pub mod perf;
 pub mod profile;
 pub mod record;
@@ -39,6 +41,7 @@ pub mod stacks;
 pub use annotate::{InstructionShare, RoutineView};
 pub use callgraph::{CallGraph, Edge};
 pub use error::ProfileError;
+pub use framepointers::CallGraphChoice;
 pub use profile::Profile;
 pub use record::{CommandOutput, Event, ProfileSpec, Profiler, Running, Target};
 pub use reduce::{FunctionShare, ImageShare, Mode, Report, ReportOptions};
