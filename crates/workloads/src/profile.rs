@@ -154,6 +154,10 @@ pub struct ProfileKind {
     /// (the old `false`).
     #[serde(default)]
     pub call_graph: CallGraphMode,
+    /// Bytes of user stack copied per sample where call chains are unwound with DWARF
+    /// (`--call-graph dwarf,SIZE`; None: perflab's default, 8192).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dwarf_stack_bytes: Option<u32>,
     /// Also record blocked time per stack (`--off-cpu`).
     #[serde(default)]
     pub off_cpu: bool,
@@ -183,6 +187,7 @@ impl ProfileKind {
             duration: None,
             frequency: default_frequency(),
             call_graph: CallGraphMode::Fp,
+            dwarf_stack_bytes: None,
             off_cpu: false,
             jit: true,
             event: auto(),
@@ -210,6 +215,7 @@ impl ProfileKind {
             target: self.target.of(),
             frequency: self.frequency,
             call_graph: self.call_graph,
+            dwarf_stack_bytes: self.dwarf_stack_bytes,
             off_cpu: self.off_cpu,
             jit: self.jit,
             duration: self.duration()?,
@@ -273,6 +279,18 @@ pub struct ProfileDocument {
     pub target: String,
     pub frequency: u32,
     pub call_graph: bool,
+    /// How call chains were recorded: `fp`, `dwarf` or `off` (what `auto` chose).
+    #[serde(default)]
+    pub call_graph_mode: Option<CallGraphMode>,
+    /// Bytes of user stack copied per sample (dwarf).
+    #[serde(default)]
+    pub dwarf_stack_bytes: Option<u32>,
+    /// Why `auto` chose its mode (`auto: /usr/sbin/nginx has no frame pointers (...)`).
+    #[serde(default)]
+    pub call_graph_note: Option<String>,
+    /// The size of perf.data (DWARF stack copies make it ~8 KB a sample).
+    #[serde(default)]
+    pub perf_data_bytes: Option<u64>,
     /// `perf --version` there.
     pub perf_version: Option<String>,
 }
@@ -282,6 +300,21 @@ impl ProfileDocument {
     pub fn in_measurement(m: &Measurement) -> Option<ProfileDocument> {
         let a = m.artifacts.iter().find(|a| a.name == ARTIFACT_PROFILE)?;
         serde_json::from_slice(&a.content).ok()
+    }
+
+    /// `dwarf (8192-byte stack copies; auto: ...) · perf.data 12.6 MB`: how the stacks
+    /// were recorded, for the text report (None: not known, e.g. an older document).
+    pub fn call_graph_line(&self) -> Option<String> {
+        let choice = perflab_profile::CallGraphChoice {
+            mode: self.call_graph_mode?,
+            dwarf_stack_bytes: self.dwarf_stack_bytes,
+            note: self.call_graph_note.clone(),
+        };
+        let size = self
+            .perf_data_bytes
+            .map(|b| format!(" · perf.data {:.1} MB", b as f64 / 1e6))
+            .unwrap_or_default();
+        Some(format!("{}{size}", choice.describe()))
     }
 }
 
@@ -300,6 +333,17 @@ pub fn measurement(
         target: k.target.describe(),
         frequency: k.frequency,
         call_graph: k.call_graph.records(),
+        call_graph_mode: p.call_graph_choice.as_ref().map(|c| c.mode),
+        dwarf_stack_bytes: p
+            .call_graph_choice
+            .as_ref()
+            .and_then(|c| c.dwarf_stack_bytes),
+        call_graph_note: p.call_graph_choice.as_ref().and_then(|c| c.note.clone()),
+        perf_data_bytes: p
+            .perf_data
+            .as_ref()
+            .and_then(|d| std::fs::metadata(d).ok())
+            .map(|m| m.len()),
         perf_version: perflab_profile::perf::find_perf()
             .ok()
             .and_then(|perf| perflab_profile::perf::version(&perf)),

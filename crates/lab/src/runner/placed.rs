@@ -79,7 +79,8 @@ pub(super) enum Monitoring {
 
 /// A trial's profile being recorded.
 pub(super) enum Profiling {
-    Local(ProfileRun),
+    /// Boxed: a recording in progress holds perf's child, paths and what it records.
+    Local(Box<ProfileRun>),
     /// Recording on this host, in its session.
     Remote(String),
     /// `target = "workload"`: started by the workload's attach hook on the process it
@@ -380,7 +381,7 @@ impl Runner<'_> {
         let Some(host) = self.exp.profile.as_ref().and_then(|p| p.host.clone()) else {
             let pid = self.service.as_ref().and_then(Service::local_pid);
             return match crate::site::start_profile(cfg, pid, dir) {
-                Ok(r) => Some(Profiling::Local(r)),
+                Ok(r) => Some(Profiling::Local(Box::new(r))),
                 Err(e) => {
                     self.obs.warn(&format!(
                         "profile not started for trial {}: {e}",
@@ -415,7 +416,7 @@ impl Runner<'_> {
             Profiling::Workload { slot, .. } => {
                 let started = slot.lock().ok().and_then(|mut s| s.take());
                 match started {
-                    Some(Ok(run)) => Profiling::Local(run),
+                    Some(Ok(run)) => Profiling::Local(Box::new(run)),
                     Some(Err(e)) => {
                         self.obs
                             .warn(&format!("profile not started for trial {trial}: {e}"));
