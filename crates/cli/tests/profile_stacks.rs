@@ -191,3 +191,51 @@ fn a_dwarf_stack_size_out_of_range_is_refused_naming_the_bounds() {
         assert!(stderr(&out).contains(says), "{value}: {}", stderr(&out));
     }
 }
+
+#[test]
+fn a_trial_profiled_with_auto_records_the_mode_it_chose_and_why() {
+    if !require::perf_records() {
+        return;
+    }
+    let lab = Lab::new();
+    let f = lab.write(
+        "e.toml",
+        r#"
+[experiment]
+name = "stacks-auto"
+repetitions = 1
+warmup = 0
+noise_check = false
+timeout = "30s"
+[profile]
+target = "workload"
+frequency = 499
+call_graph = "auto"
+[workload]
+kind = "command"
+command = "sh -c 'i=0; while [ $i -lt 40000 ]; do i=$((i+1)); done'"
+"#,
+    );
+    let out = lab
+        .cmd()
+        .timeout(Duration::from_secs(90))
+        .args(["run", f.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let store = lab.open_store();
+    let trial = &store.trials(1).unwrap()[0];
+    let arts = store.trial_artifacts(trial.id).unwrap();
+    let doc = arts
+        .iter()
+        .find(|a| a.0 == "profile.json")
+        .expect("profile.json");
+    let j: serde_json::Value = serde_json::from_slice(&doc.2).unwrap();
+    // The command is held before its exec while perf attaches: it is still perflab
+    // then, so auto cannot judge it and records with dwarf, saying so.
+    assert_eq!(j["call_graph_mode"], "dwarf", "{j}");
+    assert_eq!(j["dwarf_stack_bytes"], 8192);
+    let note = j["call_graph_note"].as_str().unwrap_or_default();
+    assert!(note.contains("held before its exec"), "{note}");
+    assert!(j["samples"].as_u64().unwrap_or(0) > 0, "{j}");
+}

@@ -292,6 +292,10 @@ pub struct ProfileResult {
     /// the differential profile needs. 0: not known (an older worker's answer).
     #[serde(default)]
     pub frequency: u32,
+    /// How call chains were recorded: the mode `auto` chose and why, the DWARF stack
+    /// copy size. None: not known (an older worker's answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_graph: Option<perflab_profile::CallGraphChoice>,
 }
 
 impl ProfileResult {
@@ -307,6 +311,7 @@ impl ProfileResult {
             top: p.top_functions(top),
             pid,
             frequency: p.frequency.unwrap_or(0),
+            call_graph: p.call_graph_choice.clone(),
         }
     }
 }

@@ -374,8 +374,10 @@ fn add_service_counters(m: &mut Measurement, r: &Reading) {
 /// artifacts, the kernel's share of the samples as `profile.kernel_pct`, and the top
 /// functions' shares of all samples as `fn:NAME` metrics. `profile.json` holds the
 /// report's fields and perf's `frequency` (the differential profile turns samples into
-/// CPU time with it); a profile taken on another host has that host, and the pid it
-/// profiled there (null: every CPU), beside them.
+/// CPU time with it) and how its call chains were recorded (`call_graph_mode`,
+/// `dwarf_stack_bytes`, `call_graph_note`: what `auto` chose and why); a profile taken
+/// on another host has that host, and the pid it profiled there (null: every CPU),
+/// beside them.
 fn add_profile(m: &mut Measurement, p: &ProfileResult, host: Option<&str>) {
     /// The report with its sampling frequency and where it was taken.
     #[derive(serde::Serialize)]
@@ -388,6 +390,12 @@ fn add_profile(m: &mut Measurement, p: &ProfileResult, host: Option<&str>) {
         host: Option<&'a str>,
         #[serde(skip_serializing_if = "Option::is_none")]
         pid: Option<Option<i32>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        call_graph_mode: Option<perflab_profile::CallGraphMode>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        dwarf_stack_bytes: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        call_graph_note: Option<&'a str>,
     }
     // The kernel's share of the samples: the profiler study's first figure (70 % there).
     m.metrics.push(perflab_store::MetricValue::new(
@@ -401,6 +409,9 @@ fn add_profile(m: &mut Measurement, p: &ProfileResult, host: Option<&str>) {
         frequency: (p.frequency > 0).then_some(p.frequency),
         host,
         pid: host.map(|_| p.pid),
+        call_graph_mode: p.call_graph.as_ref().map(|c| c.mode),
+        dwarf_stack_bytes: p.call_graph.as_ref().and_then(|c| c.dwarf_stack_bytes),
+        call_graph_note: p.call_graph.as_ref().and_then(|c| c.note.as_deref()),
     });
     m.artifacts.push(ArtifactData {
         name: ARTIFACT_PROFILE.into(),
