@@ -4,19 +4,24 @@
 
 use super::*;
 
-/// A C file of a few functions that gcc will not inline, compiled with `flags`.
-fn build(dir: &Path, name: &str, flags: &[&str]) -> Option<PathBuf> {
-    let src = dir.join("p.c");
-    std::fs::write(
-        &src,
-        "#include <stdio.h>\n\
-         __attribute__((noinline)) long f1(long x) { long a[8]; for (int i = 0; i < 8; i++) a[i] = x * i; return a[x & 7]; }\n\
-         __attribute__((noinline)) long f2(long x) { return f1(x) * 3 + f1(x + 1); }\n\
-         __attribute__((noinline)) long f3(long x) { return f2(x) ^ f2(x >> 1); }\n\
-         __attribute__((noinline)) long f4(long x) { return f3(x) + f2(x) + f1(x); }\n\
-         int main(int argc, char **argv) { printf(\"%ld\\n\", f4(argc)); return 0; }\n",
-    )
-    .unwrap();
+/// A C file of a few functions that gcc will not inline, calling each other.
+const CALLERS: &str = "#include <stdio.h>\n\
+     __attribute__((noinline)) long f1(long x) { long a[8]; for (int i = 0; i < 8; i++) a[i] = x * i; return a[x & 7]; }\n\
+     __attribute__((noinline)) long f2(long x) { return f1(x) * 3 + f1(x + 1); }\n\
+     __attribute__((noinline)) long f3(long x) { return f2(x) ^ f2(x >> 1); }\n\
+     __attribute__((noinline)) long f4(long x) { return f3(x) + f2(x) + f1(x); }\n\
+     int main(int argc, char **argv) { printf(\"%ld\\n\", f4(argc)); return 0; }\n";
+
+/// main and two leaf functions (whose frames gcc omits even with frame pointers on).
+const LEAVES: &str = "#include <stdio.h>\n\
+     __attribute__((noinline)) double f(double x) { for (int i = 0; i < 9; i++) x = x * 1.5 + 1; return x; }\n\
+     __attribute__((noinline)) double g(double x) { for (int i = 0; i < 7; i++) x = x * 0.5 + 2; return x; }\n\
+     int main(void) { printf(\"%f\\n\", g(f(1.0))); return 0; }\n";
+
+/// `source` compiled with `flags` into `dir/name`.
+fn build(dir: &Path, name: &str, source: &str, flags: &[&str]) -> Option<PathBuf> {
+    let src = dir.join(format!("{name}.c"));
+    std::fs::write(&src, source).unwrap();
     let out = dir.join(name);
     let ok = std::process::Command::new("gcc")
         .args(flags)
@@ -47,8 +52,20 @@ fn a_binary_built_with_frame_pointers_is_told_from_one_without() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let with = build(dir.path(), "with", &["-O2", "-fno-omit-frame-pointer"]).unwrap();
-    let without = build(dir.path(), "without", &["-O2", "-fomit-frame-pointer"]).unwrap();
+    let with = build(
+        dir.path(),
+        "with",
+        CALLERS,
+        &["-O2", "-fno-omit-frame-pointer"],
+    )
+    .unwrap();
+    let without = build(
+        dir.path(),
+        "without",
+        CALLERS,
+        &["-O2", "-fomit-frame-pointer"],
+    )
+    .unwrap();
     let kept = inspect(&with);
     assert!(
         matches!(kept, FramePointers::Kept { with, checked } if checked >= 5 && with >= checked - 1),
@@ -58,6 +75,28 @@ fn a_binary_built_with_frame_pointers_is_told_from_one_without() {
     assert!(
         matches!(omitted, FramePointers::Omitted { with: 0, checked } if checked >= 5),
         "{omitted:?}"
+    );
+    // Leaf functions without a frame do not make a binary one without frame pointers.
+    let leafy = build(
+        dir.path(),
+        "leafy",
+        LEAVES,
+        &["-O1", "-fno-omit-frame-pointer"],
+    )
+    .unwrap();
+    let leaves = inspect(&leafy);
+    assert!(matches!(leaves, FramePointers::Kept { .. }), "{leaves:?}");
+    let leafy = build(
+        dir.path(),
+        "leafless",
+        LEAVES,
+        &["-O1", "-fomit-frame-pointer"],
+    )
+    .unwrap();
+    let leaves = inspect(&leafy);
+    assert!(
+        matches!(leaves, FramePointers::Omitted { with: 0, .. }),
+        "{leaves:?}"
     );
     // auto on the command: the binary without them picks dwarf and names itself.
     let c = choose(
@@ -87,7 +126,13 @@ fn a_binary_with_frame_pointers_is_judged_by_its_libraries_too() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let with = build(dir.path(), "with", &["-O2", "-fno-omit-frame-pointer"]).unwrap();
+    let with = build(
+        dir.path(),
+        "with",
+        CALLERS,
+        &["-O2", "-fno-omit-frame-pointer"],
+    )
+    .unwrap();
     let c = choose(
         CallGraphMode::Auto,
         Some(16384),
