@@ -211,6 +211,9 @@ impl ProfileKind {
 
     /// The recording request for `perflab_profile`.
     pub fn recording(&self) -> Result<ProfileSpec, ProfileError> {
+        if let Some(b) = self.dwarf_stack_bytes {
+            perflab_profile::framepointers::check_stack_bytes(b)?;
+        }
         Ok(ProfileSpec {
             target: self.target.of(),
             frequency: self.frequency,
@@ -408,6 +411,22 @@ mod tests {
         let back: ProfileKind =
             serde_json::from_str(&serde_json::to_string(&bad).unwrap()).unwrap();
         assert_eq!(back, bad);
+    }
+
+    #[test]
+    fn a_dwarf_stack_size_is_read_checked_and_kept_out_of_old_specs() {
+        let k: ProfileKind = serde_json::from_value(serde_json::json!({
+            "target": "system", "call_graph": "dwarf", "dwarf_stack_bytes": 16384
+        }))
+        .unwrap();
+        assert_eq!(k.recording().unwrap().dwarf_stack_bytes, Some(16384));
+        let mut bad = k.clone();
+        bad.dwarf_stack_bytes = Some(70_000);
+        assert!(bad.validate().unwrap_err().to_string().contains("65528"));
+        // A spec without one serialises as before (a worker of the previous version
+        // reads it).
+        let plain = serde_json::to_value(ProfileKind::new(ProfileTarget::System)).unwrap();
+        assert!(plain.get("dwarf_stack_bytes").is_none(), "{plain}");
     }
 
     #[test]

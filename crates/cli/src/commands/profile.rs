@@ -46,6 +46,7 @@ Examples:
   perflab profile -a -d 10s --threshold 0.5        # the whole system for 10 s
   perflab profile -p 1234 -d 5s --mode k --flamegraph fg.svg --folded stacks.txt
   perflab profile -F 999 --json -- ./hot > report.json
+  perflab profile -p 1234 -d 5s --call-graph auto   # dwarf where there are no frame pointers
   perflab profile report /tmp/perflab-profile-XXXX --routine hot_function
   perflab profile report 12 --comm nginx           # a stored run (its perf.data)
 
