@@ -4,6 +4,9 @@
 
 use super::*;
 
+#[path = "../../../../tests/require.rs"]
+mod require;
+
 /// A C file of a few functions that gcc will not inline, calling each other.
 const CALLERS: &str = "#include <stdio.h>\n\
      __attribute__((noinline)) long f1(long x) { long a[8]; for (int i = 0; i < 8; i++) a[i] = x * i; return a[x & 7]; }\n\
@@ -34,21 +37,9 @@ fn build(dir: &Path, name: &str, source: &str, flags: &[&str]) -> Option<PathBuf
     ok.then_some(out)
 }
 
-fn gcc_here() -> bool {
-    let here = perf::which("gcc").is_some();
-    if !here {
-        assert!(
-            std::env::var_os("PERFLAB_REQUIRE").is_none(),
-            "gcc is required (apt-get install gcc)"
-        );
-        eprintln!("skipped: no gcc");
-    }
-    here
-}
-
 #[test]
 fn a_binary_built_with_frame_pointers_is_told_from_one_without() {
-    if !gcc_here() {
+    if require::program("gcc").is_none() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -122,7 +113,7 @@ fn a_binary_built_with_frame_pointers_is_told_from_one_without() {
 
 #[test]
 fn a_binary_with_frame_pointers_is_judged_by_its_libraries_too() {
-    if !gcc_here() {
+    if require::program("gcc").is_none() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
