@@ -4,7 +4,9 @@
 //!
 //! The event is chosen here, not by perf: asked for `cycles` on a machine without a
 //! hardware PMU, perf silently samples `cpu-clock` instead, which would make reports
-//! lie about what they measured. `Event::Auto` probes, picks, and says which.
+//! lie about what they measured. `Event::Auto` probes, picks, and says which; the
+//! call-graph mode likewise (`CallGraphMode::Auto` is resolved here, before perf
+//! starts, by [`framepointers`], and the recording keeps what was chosen and why).
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};

@@ -8,7 +8,8 @@
 //! `ReportOptions`, stops on Ctrl-C (the usual end of an open-ended `-a` or `-p`
 //! recording), and builds the [`Measurement`]: the report as `profile.json` (the name an
 //! experiment's `[profile]` uses, so `perflab report` finds it) with what the command
-//! prints beside it ([`ProfileDocument`]: event note, perf.data, the command's status),
+//! prints beside it ([`ProfileDocument`]: event note, perf.data and its size, how call
+//! chains were recorded and why, the command's status),
 //! folded stacks and flame graph as artifacts, and the top functions' shares as
 //! `fn:NAME` metrics, as a `[profile]` trial stores them.
 //!
