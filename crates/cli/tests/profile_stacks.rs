@@ -99,8 +99,13 @@ fn share_reaching(folded: &str, frame: &str) -> (u64, u64) {
 }
 
 /// `perflab profile -p PID -d 3s --call-graph MODE --folded F` plus `extra`: its
-/// output and the folded stacks' (reaching, all) sample counts.
-fn profile(lab: &Lab, pid: u32, mode: &str, extra: &[&str]) -> (std::process::Output, (u64, u64)) {
+/// output, the folded stacks' (reaching, all) sample counts, and the folded text.
+fn profile(
+    lab: &Lab,
+    pid: u32,
+    mode: &str,
+    extra: &[&str],
+) -> (std::process::Output, (u64, u64), String) {
     let folded = lab.path(&format!("{mode}.folded"));
     let out = lab
         .cmd()
@@ -112,7 +117,8 @@ fn profile(lab: &Lab, pid: u32, mode: &str, extra: &[&str]) -> (std::process::Ou
         .expect("run perflab profile");
     assert!(out.status.success(), "{mode}: {}", stderr(&out));
     let text = std::fs::read_to_string(&folded).unwrap_or_default();
-    (out, share_reaching(&text, LOOP))
+    let counts = share_reaching(&text, LOOP);
+    (out, counts, text)
 }
 
 #[test]
@@ -129,9 +135,9 @@ fn auto_picks_dwarf_for_nginx_and_its_stacks_reach_the_event_loop() {
     let clients = load(port, 3, stop.clone(), Duration::from_secs(60));
 
     let started = Instant::now();
-    let (auto, (a_reach, a_all)) = profile(&lab, pid, "auto", &["--json"]);
+    let (auto, (a_reach, a_all), a_folded) = profile(&lab, pid, "auto", &["--json"]);
     let auto_took = started.elapsed();
-    let (fp, (f_reach, f_all)) = profile(&lab, pid, "fp", &[]);
+    let (fp, (f_reach, f_all), _) = profile(&lab, pid, "fp", &[]);
     stop.store(true, Ordering::Relaxed);
     let requests: u64 = clients.into_iter().map(|c| c.join().unwrap()).sum();
     drop(nginx_child);
@@ -158,6 +164,11 @@ fn auto_picks_dwarf_for_nginx_and_its_stacks_reach_the_event_loop() {
     );
     assert!(a_all >= 100, "too few samples under load: {a_all}");
     assert!(a_share >= 0.8, "auto: {a_reach} of {a_all} reach {LOOP}");
+    // Through libc: nginx's main is called by libc's start code, whose unwind table is
+    // libc's (a stripped library's .eh_frame).
+    let (through_libc, _) = share_reaching(&a_folded, "__libc_start_call_main");
+    eprintln!("auto: {through_libc} of {a_all} reach __libc_start_call_main (libc)");
+    assert!(through_libc as f64 >= 0.8 * a_all as f64);
     // The guard: frame pointers lose the event loop; the text report says fp.
     assert!(
         stdout(&fp).starts_with("call graph fp · perf.data "),
