@@ -222,6 +222,7 @@ timeout = "30s"
 target = "workload"
 frequency = 499
 call_graph = "auto"
+dwarf_stack_bytes = 16384
 [workload]
 kind = "command"
 command = "sh -c 'i=0; while [ $i -lt 40000 ]; do i=$((i+1)); done'"
@@ -245,8 +246,33 @@ command = "sh -c 'i=0; while [ $i -lt 40000 ]; do i=$((i+1)); done'"
     // The command is held before its exec while perf attaches: it is still perflab
     // then, so auto cannot judge it and records with dwarf, saying so.
     assert_eq!(j["call_graph_mode"], "dwarf", "{j}");
-    assert_eq!(j["dwarf_stack_bytes"], 8192);
+    assert_eq!(j["dwarf_stack_bytes"], 16384);
     let note = j["call_graph_note"].as_str().unwrap_or_default();
     assert!(note.contains("held before its exec"), "{note}");
     assert!(j["samples"].as_u64().unwrap_or(0) > 0, "{j}");
+}
+
+#[test]
+fn an_experiment_with_a_dwarf_stack_size_out_of_range_is_refused_naming_the_key() {
+    let lab = Lab::new();
+    for bad in ["70000", "1000", "-8"] {
+        let f = lab.write(
+            "e.toml",
+            &format!(
+                "[experiment]\nname = \"x\"\n[profile]\ncall_graph = \"dwarf\"\n\
+                 dwarf_stack_bytes = {bad}\n[workload]\nkind = \"command\"\ncommand = \"true\"\n"
+            ),
+        );
+        let out = lab
+            .cmd()
+            .args(["run", f.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains("profile.dwarf_stack_bytes") && err.contains("65528"),
+            "{bad}: {err}"
+        );
+    }
 }

@@ -401,6 +401,7 @@ fn record(
         target,
         frequency: cfg.frequency,
         call_graph: cfg.call_graph,
+        dwarf_stack_bytes: cfg.dwarf_stack_bytes,
         off_cpu: cfg.off_cpu,
         jit: cfg.jit,
         output_dir: Some(dir.clone()),

@@ -191,6 +191,7 @@ impl Runner<'_> {
                     .map(|p| ProfileAttachment {
                         frequency: p.frequency,
                         call_graph: p.call_graph,
+                        dwarf_stack_bytes: p.dwarf_stack_bytes,
                         off_cpu: p.off_cpu,
                         jit: p.jit,
                         top: p.top,
