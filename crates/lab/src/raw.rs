@@ -43,6 +43,8 @@ pub struct RawProfile {
     pub frequency: Option<Spanned<i64>>,
     /// `true` (frame pointers), `false`, or a mode: `"fp"`, `"dwarf"`, `"auto"`.
     pub call_graph: Option<perflab_profile::CallGraphMode>,
+    /// The user stack copied per sample where stacks are unwound with DWARF (bytes).
+    pub dwarf_stack_bytes: Option<Spanned<i64>>,
     pub off_cpu: Option<bool>,
     pub jit: Option<bool>,
     pub top: Option<Spanned<i64>>,

@@ -302,6 +302,10 @@ pub struct ProfileResult {
     /// Why JIT frames may be unnamed (a JVM profiled by pid).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jit_note: Option<String>,
+    /// How call chains were recorded: the mode `auto` chose and why, the DWARF stack
+    /// copy size. None: not known (an older worker's answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_graph: Option<perflab_profile::CallGraphChoice>,
 }
 
 /// A trial's off-CPU profile: the report and the wall-clock folded stacks
@@ -333,6 +337,7 @@ impl ProfileResult {
             }),
             jit: p.jit.clone(),
             jit_note: p.jit_note.clone(),
+            call_graph: p.call_graph_choice.clone(),
         }
     }
 }
@@ -422,6 +427,7 @@ fn record(
         target,
         frequency: cfg.frequency,
         call_graph: cfg.call_graph,
+        dwarf_stack_bytes: cfg.dwarf_stack_bytes,
         off_cpu: cfg.off_cpu,
         jit: cfg.jit,
         output_dir: Some(dir.clone()),

@@ -27,8 +27,10 @@
 pub mod annotate;
 pub mod callgraph;
 pub mod control;
+mod elf;
 pub mod error;
 pub mod flame;
+pub mod framepointers;
 pub mod jit;
 pub mod offcpu;
 pub mod perf;
@@ -41,6 +43,7 @@ pub mod stacks;
 pub use annotate::{InstructionShare, RoutineView};
 pub use callgraph::{CallGraph, Edge};
 pub use error::ProfileError;
+pub use framepointers::CallGraphChoice;
 pub use jit::JitInfo;
 pub use offcpu::{OffCpu, OffCpuReport};
 pub use profile::Profile;

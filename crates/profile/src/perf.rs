@@ -184,10 +184,16 @@ pub fn sample_frequency(perf: &Path, data: &Path) -> Option<u32> {
 
 /// `perf script` text with perflab's fields. Samples recorded without the CPU (an
 /// older recording, or one not made by perflab) are read again without that field.
+///
+/// `--no-inline`: otherwise perf names inlined frames by running `addr2line -i` on
+/// every binary in the stacks, which took over 14 minutes (not finished) on a 10 s
+/// system-wide DWARF recording of a machine running rustc (librustc_driver, libLLVM),
+/// against 7 s without.
 pub fn script(perf: &Path, data: &Path) -> Result<String> {
     let run = |fields: &str| {
         Command::new(perf)
             .arg("script")
+            .arg("--no-inline")
             .arg("-i")
             .arg(data)
             .arg("-F")

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::annotate::{self, RoutineView};
 use crate::callgraph::{self, CallGraph};
 use crate::error::{ProfileError, Result};
+use crate::framepointers::CallGraphChoice;
 use crate::offcpu::{self, OffCpu, OffCpuReport};
 use crate::reduce::{self, Report, ReportOptions};
 use crate::script::{self, Sample};
@@ -23,6 +24,9 @@ pub struct Profile {
     pub event: String,
     /// Why the event is not the one asked for (no hardware PMU), when it is not.
     pub event_note: Option<String>,
+    /// How call chains were recorded, and why where `auto` chose (a recording made
+    /// here; None for one read back from a file).
+    pub call_graph_choice: Option<CallGraphChoice>,
     /// The recording, where there is one on disk.
     pub perf_data: Option<PathBuf>,
     pub samples: Vec<Sample>,
@@ -125,6 +129,7 @@ impl Profile {
         Profile {
             event: samples.first().map(|s| s.event.clone()).unwrap_or_default(),
             event_note: None,
+            call_graph_choice: None,
             perf_data: None,
             samples,
             skipped_lines,

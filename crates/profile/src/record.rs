@@ -4,7 +4,9 @@
 //!
 //! The event is chosen here, not by perf: asked for `cycles` on a machine without a
 //! hardware PMU, perf silently samples `cpu-clock` instead, which would make reports
-//! lie about what they measured. `Event::Auto` probes, picks, and says which.
+//! lie about what they measured. `Event::Auto` probes, picks, and says which; the
+//! call-graph mode likewise (`CallGraphMode::Auto` is resolved here, before perf
+//! starts, by [`framepointers`], and the recording keeps what was chosen and why).
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -13,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use crate::control::Control;
 use crate::error::{ProfileError, Result};
+use crate::framepointers::{self, CallGraphChoice};
 use crate::jit::{self, JitStep};
 use crate::perf;
 use crate::profile::Profile;
@@ -74,6 +77,9 @@ pub struct ProfileSpec {
     pub frequency: u32,
     /// How call chains are recorded (`fp`, `dwarf`, `auto`, or `off`).
     pub call_graph: CallGraphMode,
+    /// Bytes of user stack copied per sample where call chains are unwound with DWARF
+    /// (None: [`framepointers::DEFAULT_DWARF_STACK_BYTES`]; checked by [`validate`]).
+    pub dwarf_stack_bytes: Option<u32>,
     /// Also record the time spent off the CPU (blocked), per stack, from the
     /// scheduler's switch-out to switch-in (`sched:sched_switch`).
     pub off_cpu: bool,
@@ -95,6 +101,7 @@ impl Default for ProfileSpec {
             target: Target::System,
             frequency: 999,
             call_graph: CallGraphMode::Fp,
+            dwarf_stack_bytes: None,
             off_cpu: false,
             jit: true,
             duration: None,
@@ -116,6 +123,7 @@ pub struct Running {
     data: PathBuf,
     event: String,
     event_note: Option<String>,
+    call_graph: CallGraphChoice,
     deadline: Option<Instant>,
     is_command: bool,
     frequency: u32,
@@ -135,7 +143,9 @@ impl Profiler {
         validate(spec)?;
         let perf = perf::find_perf()?;
         let (event, event_note) = choose_event(spec.event, &perf)?;
-        let args = record_args(spec, event);
+        let call_graph =
+            framepointers::choose(spec.call_graph, spec.dwarf_stack_bytes, &spec.target);
+        let args = record_args(spec, event, &call_graph);
         let mounted_tracefs = spec.off_cpu && crate::offcpu::ensure_tracefs()?;
         perf::preflight(&perf, &args)?;
         let data = output_dir(spec)?.join("perf.data");
@@ -189,6 +199,7 @@ impl Profiler {
             data,
             event: event.to_string(),
             event_note,
+            call_graph,
             deadline,
             is_command: matches!(spec.target, Target::Command(_)),
             frequency: spec.frequency,
@@ -220,8 +231,9 @@ fn choose_event(asked: Event, perf: &Path) -> Result<(&'static str, Option<Strin
     })
 }
 
-/// `perf record`'s options: event, frequency, call graphs, and what to record.
-fn record_args(spec: &ProfileSpec, event: &str) -> Vec<String> {
+/// `perf record`'s options: event, frequency, call graphs (as chosen for the target:
+/// see [`framepointers`]), and what to record.
+fn record_args(spec: &ProfileSpec, event: &str, call_graph: &CallGraphChoice) -> Vec<String> {
     let mut args: Vec<String> = vec![
         "-q".into(),
         "-e".into(),
@@ -230,10 +242,7 @@ fn record_args(spec: &ProfileSpec, event: &str) -> Vec<String> {
         spec.frequency.to_string(),
         "--sample-cpu".into(),
     ];
-    // TODO(issue 33, callgraph helper): dwarf and auto.
-    if spec.call_graph.records() {
-        args.push("-g".into());
-    }
+    args.extend(call_graph.perf_args());
     match &spec.target {
         Target::System => args.push("-a".into()),
         Target::Pid(p) => {
@@ -298,6 +307,9 @@ pub fn validate(spec: &ProfileSpec) -> Result<()> {
             "frequency {} Hz: expected 1 to {max} Hz (kernel.perf_event_max_sample_rate)",
             spec.frequency
         )));
+    }
+    if let Some(b) = spec.dwarf_stack_bytes {
+        framepointers::check_stack_bytes(b)?;
     }
     if spec.duration.is_some_and(|d| d.is_zero()) {
         return Err(ProfileError::BadInput(
@@ -395,6 +407,7 @@ impl Running {
             p.event = self.event.clone();
         }
         p.event_note = self.event_note.clone();
+        p.call_graph_choice = Some(self.call_graph.clone());
         p.frequency = Some(self.frequency);
         if let Some(off) = p.off_cpu.as_mut().filter(|_| self.mounted_tracefs) {
             off.notes.push(crate::offcpu::MOUNTED_NOTE.into());

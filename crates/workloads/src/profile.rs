@@ -8,7 +8,8 @@
 //! `ReportOptions`, stops on Ctrl-C (the usual end of an open-ended `-a` or `-p`
 //! recording), and builds the [`Measurement`]: the report as `profile.json` (the name an
 //! experiment's `[profile]` uses, so `perflab report` finds it) with what the command
-//! prints beside it ([`ProfileDocument`]: event note, perf.data, the command's status),
+//! prints beside it ([`ProfileDocument`]: event note, perf.data and its size, how call
+//! chains were recorded and why, the command's status),
 //! folded stacks and flame graph as artifacts, and the top functions' shares as
 //! `fn:NAME` metrics, as a `[profile]` trial stores them. Recorded with `off_cpu`, the
 //! document has the off-CPU report, the flame graph is the wall-clock one, the
@@ -159,6 +160,10 @@ pub struct ProfileKind {
     /// (the old `false`).
     #[serde(default)]
     pub call_graph: CallGraphMode,
+    /// Bytes of user stack copied per sample where call chains are unwound with DWARF
+    /// (`--call-graph dwarf,SIZE`; None: perflab's default, 8192).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dwarf_stack_bytes: Option<u32>,
     /// Also record blocked time per stack (`--off-cpu`).
     #[serde(default)]
     pub off_cpu: bool,
@@ -188,6 +193,7 @@ impl ProfileKind {
             duration: None,
             frequency: default_frequency(),
             call_graph: CallGraphMode::Fp,
+            dwarf_stack_bytes: None,
             off_cpu: false,
             jit: true,
             event: auto(),
@@ -211,10 +217,14 @@ impl ProfileKind {
 
     /// The recording request for `perflab_profile`.
     pub fn recording(&self) -> Result<ProfileSpec, ProfileError> {
+        if let Some(b) = self.dwarf_stack_bytes {
+            perflab_profile::framepointers::check_stack_bytes(b)?;
+        }
         Ok(ProfileSpec {
             target: self.target.of(),
             frequency: self.frequency,
             call_graph: self.call_graph,
+            dwarf_stack_bytes: self.dwarf_stack_bytes,
             off_cpu: self.off_cpu,
             jit: self.jit,
             duration: self.duration()?,
@@ -278,6 +288,18 @@ pub struct ProfileDocument {
     pub target: String,
     pub frequency: u32,
     pub call_graph: bool,
+    /// How call chains were recorded: `fp`, `dwarf` or `off` (what `auto` chose).
+    #[serde(default)]
+    pub call_graph_mode: Option<CallGraphMode>,
+    /// Bytes of user stack copied per sample (dwarf).
+    #[serde(default)]
+    pub dwarf_stack_bytes: Option<u32>,
+    /// Why `auto` chose its mode (`auto: /usr/sbin/nginx has no frame pointers (...)`).
+    #[serde(default)]
+    pub call_graph_note: Option<String>,
+    /// The size of perf.data (DWARF stack copies make it ~8 KB a sample).
+    #[serde(default)]
+    pub perf_data_bytes: Option<u64>,
     /// `perf --version` there.
     pub perf_version: Option<String>,
     /// Blocked time and its shares, when recorded with `--off-cpu`.
@@ -298,6 +320,21 @@ impl ProfileDocument {
         let a = m.artifacts.iter().find(|a| a.name == ARTIFACT_PROFILE)?;
         serde_json::from_slice(&a.content).ok()
     }
+
+    /// `dwarf (8192-byte stack copies; auto: ...) · perf.data 12.6 MB`: how the stacks
+    /// were recorded, for the text report (None: not known, e.g. an older document).
+    pub fn call_graph_line(&self) -> Option<String> {
+        let choice = perflab_profile::CallGraphChoice {
+            mode: self.call_graph_mode?,
+            dwarf_stack_bytes: self.dwarf_stack_bytes,
+            note: self.call_graph_note.clone(),
+        };
+        let size = self
+            .perf_data_bytes
+            .map(|b| format!(" · perf.data {:.1} MB", b as f64 / 1e6))
+            .unwrap_or_default();
+        Some(format!("{}{size}", choice.describe()))
+    }
 }
 
 /// The trial's measurement from a recorded profile: `profile.json`, `stacks.folded`,
@@ -315,6 +352,17 @@ pub fn measurement(
         target: k.target.describe(),
         frequency: k.frequency,
         call_graph: k.call_graph.records(),
+        call_graph_mode: p.call_graph_choice.as_ref().map(|c| c.mode),
+        dwarf_stack_bytes: p
+            .call_graph_choice
+            .as_ref()
+            .and_then(|c| c.dwarf_stack_bytes),
+        call_graph_note: p.call_graph_choice.as_ref().and_then(|c| c.note.clone()),
+        perf_data_bytes: p
+            .perf_data
+            .as_ref()
+            .and_then(|d| std::fs::metadata(d).ok())
+            .map(|m| m.len()),
         perf_version: perflab_profile::perf::find_perf()
             .ok()
             .and_then(|perf| perflab_profile::perf::version(&perf)),
@@ -413,6 +461,22 @@ mod tests {
         let back: ProfileKind =
             serde_json::from_str(&serde_json::to_string(&bad).unwrap()).unwrap();
         assert_eq!(back, bad);
+    }
+
+    #[test]
+    fn a_dwarf_stack_size_is_read_checked_and_kept_out_of_old_specs() {
+        let k: ProfileKind = serde_json::from_value(serde_json::json!({
+            "target": "system", "call_graph": "dwarf", "dwarf_stack_bytes": 16384
+        }))
+        .unwrap();
+        assert_eq!(k.recording().unwrap().dwarf_stack_bytes, Some(16384));
+        let mut bad = k.clone();
+        bad.dwarf_stack_bytes = Some(70_000);
+        assert!(bad.validate().unwrap_err().to_string().contains("65528"));
+        // A spec without one serialises as before (a worker of the previous version
+        // reads it).
+        let plain = serde_json::to_value(ProfileKind::new(ProfileTarget::System)).unwrap();
+        assert!(plain.get("dwarf_stack_bytes").is_none(), "{plain}");
     }
 
     #[test]

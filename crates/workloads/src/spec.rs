@@ -331,6 +331,9 @@ pub struct ProfileAttachment {
     pub frequency: u32,
     /// How call chains are recorded (reads the old bool too).
     pub call_graph: CallGraphMode,
+    /// The user stack copied per sample with DWARF (None: perflab's default, 8192).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dwarf_stack_bytes: Option<u32>,
     /// Also record blocked time per stack.
     #[serde(default)]
     pub off_cpu: bool,

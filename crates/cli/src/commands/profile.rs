@@ -20,7 +20,8 @@ use anyhow::Context;
 use comfy_table::{Cell, CellAlignment, Table};
 use perflab_lab::single::OneTrial;
 use perflab_profile::{
-    CallGraphMode, JitInfo, Mode, OffCpuReport, Profile, ProfileError, Report, ReportOptions,
+    framepointers, CallGraphMode, JitInfo, Mode, OffCpuReport, Profile, ProfileError, Report,
+    ReportOptions,
 };
 use perflab_store::TrialStatus;
 use perflab_store::{
@@ -45,6 +46,7 @@ Examples:
   perflab profile -a -d 10s --threshold 0.5        # the whole system for 10 s
   perflab profile -p 1234 -d 5s --mode k --flamegraph fg.svg --folded stacks.txt
   perflab profile -F 999 --json -- ./hot > report.json
+  perflab profile -p 1234 -d 5s --call-graph auto   # dwarf where there are no frame pointers
   perflab profile report /tmp/perflab-profile-XXXX --routine hot_function
   perflab profile report 12 --comm nginx           # a stored run (its perf.data)
   perflab profile --off-cpu --folded wall.folded -- ./server   # + blocked time per stack
@@ -100,10 +102,12 @@ struct RecordArgs {
     frequency: u32,
 
     /// How call graphs are recorded: fp (frame pointers; the default, and what a bare
-    /// `-g`/`--call-graph` means), dwarf (unwinds a bounded copy of the stack: for
-    /// binaries built without frame pointers), auto (dwarf where the profiled code
-    /// lacks frame pointers, else fp; says which).
-    #[arg(short = 'g', long, value_name = "MODE", conflicts_with = "no_call_graph",
+    /// `-g`/`--call-graph` means), dwarf (unwinds a copy of the user stack taken with
+    /// each sample: for binaries built without frame pointers; `dwarf,SIZE` sets the
+    /// copy, 1024 to 65528 bytes, default 8192), auto (dwarf where the profiled binary
+    /// or a library lacks frame pointers, else fp; `auto,SIZE` too; the report says
+    /// which and why), off.
+    #[arg(short = 'g', long, value_name = "MODE[,SIZE]", conflicts_with = "no_call_graph",
           num_args = 0..=1, default_missing_value = "fp", require_equals = false)]
     call_graph: Option<String>,
 
@@ -264,24 +268,27 @@ fn target_of(a: &RecordArgs) -> anyhow::Result<ProfileTarget> {
 }
 
 impl RecordArgs {
-    /// `--call-graph MODE` / `-g` / `--no-call-graph`, checked (bad input exits 2).
-    fn call_graph_mode(&self) -> anyhow::Result<CallGraphMode> {
+    /// `--call-graph MODE[,SIZE]` / `-g` / `--no-call-graph`, checked (bad input
+    /// exits 2): the mode and the DWARF stack copy size asked for.
+    fn call_graph_mode(&self) -> anyhow::Result<(CallGraphMode, Option<u32>)> {
         if self.no_call_graph {
-            return Ok(CallGraphMode::Off);
+            return Ok((CallGraphMode::Off, None));
         }
         match &self.call_graph {
-            None => Ok(CallGraphMode::default()),
-            Some(m) => m.parse().map_err(lift),
+            None => Ok((CallGraphMode::default(), None)),
+            Some(m) => framepointers::parse_call_graph(m).map_err(lift),
         }
     }
 
     /// The flags as `kind = "profile"` options, checked (bad input exits 2, a host
     /// without a usable perf 1).
     fn spec(&self) -> anyhow::Result<ProfileKind> {
+        let (call_graph, dwarf_stack_bytes) = self.call_graph_mode()?;
         let spec = ProfileKind {
             duration: self.duration.clone(),
             frequency: self.frequency,
-            call_graph: self.call_graph_mode()?,
+            call_graph,
+            dwarf_stack_bytes,
             off_cpu: self.off_cpu,
             jit: !self.no_jit,
             event: self.event.clone(),
@@ -450,6 +457,8 @@ fn environment(doc: &ProfileDocument) -> Value {
         "event_note": doc.event_note,
         "frequency": doc.frequency,
         "call_graph": doc.call_graph,
+        "call_graph_mode": doc.call_graph_mode,
+        "call_graph_note": doc.call_graph_note,
         "target": doc.target,
         "command_status": doc.command_status,
         "perf_version": doc.perf_version,
@@ -462,6 +471,8 @@ fn environment(doc: &ProfileDocument) -> Value {
 struct Shown<'a> {
     report: &'a Report,
     event_note: Option<&'a str>,
+    /// How the stacks were recorded (a recording made by `perflab profile`).
+    recorded: Option<&'a ProfileDocument>,
     perf_data: Option<&'a Path>,
     folded: &'a str,
     svg: &'a [u8],
@@ -484,6 +495,7 @@ impl<'a> Shown<'a> {
         Shown {
             report: &doc.report,
             event_note: doc.event_note.as_deref(),
+            recorded: Some(doc),
             perf_data: doc.perf_data.as_deref(),
             folded: std::str::from_utf8(artifact(ARTIFACT_STACKS)).unwrap_or_default(),
             svg: artifact(ARTIFACT_FLAMEGRAPH),
@@ -553,6 +565,12 @@ fn show(
         if let Some(note) = r.jit_note {
             m.insert("jit_note".into(), json!(note));
         }
+        if let Some(d) = r.recorded {
+            m.insert("call_graph_mode".into(), json!(d.call_graph_mode));
+            m.insert("dwarf_stack_bytes".into(), json!(d.dwarf_stack_bytes));
+            m.insert("call_graph_note".into(), json!(d.call_graph_note));
+            m.insert("perf_data_bytes".into(), json!(d.perf_data_bytes));
+        }
         if let Some((rv, cg)) = &routine {
             m.insert("routine".into(), serde_json::to_value(rv)?);
             m.insert("call_graph".into(), serde_json::to_value(cg)?);
@@ -564,6 +582,9 @@ fn show(
     }
     if let Some(line) = r.jit.and_then(JitInfo::header) {
         println!("{line}");
+    }
+    if let Some(line) = r.recorded.and_then(ProfileDocument::call_graph_line) {
+        println!("call graph {line}");
     }
     print_report(r.event_note, r.report, opts);
     if let Some((off, _)) = r.off_cpu {
@@ -656,6 +677,7 @@ fn report(g: &Global, a: &ReportArgs) -> anyhow::Result<ExitCode> {
     let shown = Shown {
         report: &report,
         event_note: profile.event_note.as_deref(),
+        recorded: None,
         perf_data: profile.perf_data.as_deref(),
         folded: &folded,
         svg: &svg,

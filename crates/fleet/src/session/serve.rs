@@ -318,6 +318,7 @@ mod tests {
         Request::Profile(perflab_workloads::spec::ProfileAttachment {
             frequency: 499,
             call_graph: perflab_workloads::spec::CallGraphMode::Off,
+            dwarf_stack_bytes: None,
             off_cpu: false,
             jit: true,
             top: 3,

@@ -86,6 +86,8 @@ pub struct ProfileConfig {
     pub frequency: u32,
     /// How call chains are recorded (`call_graph = true|false|"fp"|"dwarf"|"auto"`).
     pub call_graph: perflab_profile::CallGraphMode,
+    /// `dwarf_stack_bytes`: the user stack copied per sample with DWARF (None: 8192).
+    pub dwarf_stack_bytes: Option<u32>,
     /// `off_cpu = true`: also record blocked time per stack.
     pub off_cpu: bool,
     /// `jit = false` turns off naming JIT frames (on by default).

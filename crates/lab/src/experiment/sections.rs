@@ -69,6 +69,21 @@ pub(super) fn profile(
             ))
         }
     };
+    let dwarf_stack_bytes = match &p.dwarf_stack_bytes {
+        None => None,
+        Some(b) => Some(
+            u32::try_from(*b.get_ref())
+                .ok()
+                .and_then(|n| perflab_profile::framepointers::check_stack_bytes(n).ok())
+                .ok_or_else(|| {
+                    loc.at(
+                        b.span().start,
+                        "profile.dwarf_stack_bytes: expected a multiple of 8 from 1024 to \
+                         65528 bytes (perf's maximum)",
+                    )
+                })?,
+        ),
+    };
     let top = match &p.top {
         None => 10,
         Some(t) if (1..=1000).contains(t.get_ref()) => *t.get_ref() as usize,
@@ -81,6 +96,7 @@ pub(super) fn profile(
         repetitions,
         frequency,
         call_graph: p.call_graph.unwrap_or_default(),
+        dwarf_stack_bytes,
         off_cpu: p.off_cpu.unwrap_or(false),
         jit: p.jit.unwrap_or(true),
         top,

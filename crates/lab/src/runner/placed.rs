@@ -79,7 +79,7 @@ pub(super) enum Monitoring {
 
 /// A trial's profile being recorded.
 pub(super) enum Profiling {
-    /// Boxed: a recording is large beside the other variants.
+    /// Boxed: a recording in progress holds perf's child, paths and what it records.
     Local(Box<ProfileRun>),
     /// Recording on this host, in its session.
     Remote(String),

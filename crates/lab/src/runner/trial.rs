@@ -191,6 +191,7 @@ impl Runner<'_> {
                     .map(|p| ProfileAttachment {
                         frequency: p.frequency,
                         call_graph: p.call_graph,
+                        dwarf_stack_bytes: p.dwarf_stack_bytes,
                         off_cpu: p.off_cpu,
                         jit: p.jit,
                         top: p.top,
@@ -376,9 +377,11 @@ fn add_service_counters(m: &mut Measurement, r: &Reading) {
 /// artifacts, the kernel's share of the samples as `profile.kernel_pct`, and the top
 /// functions' shares of all samples as `fn:NAME` metrics. `profile.json` holds the
 /// report's fields and perf's `frequency` (the differential profile turns samples into
-/// CPU time with it); a profile taken on another host has that host, and the pid it
-/// profiled there (null: every CPU), beside them; and `jit`, the flags given for JIT
-/// frames and the perf maps kept, where there were any.
+/// CPU time with it) and how its call chains were recorded (`call_graph_mode`,
+/// `dwarf_stack_bytes`, `call_graph_note`: what `auto` chose and why); a profile taken
+/// on another host has that host, and the pid it profiled there (null: every CPU),
+/// beside them; and `jit`, the flags given for JIT frames and the perf maps kept, where
+/// there were any.
 fn add_profile(m: &mut Measurement, p: &ProfileResult, host: Option<&str>) {
     /// The report with its sampling frequency and where it was taken.
     #[derive(serde::Serialize)]
@@ -396,6 +399,11 @@ fn add_profile(m: &mut Measurement, p: &ProfileResult, host: Option<&str>) {
         jit: Option<&'a perflab_profile::JitInfo>,
         #[serde(skip_serializing_if = "Option::is_none")]
         jit_note: Option<&'a str>,
+        call_graph_mode: Option<perflab_profile::CallGraphMode>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        dwarf_stack_bytes: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        call_graph_note: Option<&'a str>,
     }
     // The kernel's share of the samples: the profiler study's first figure (70 % there).
     m.metrics.push(perflab_store::MetricValue::new(
@@ -412,6 +420,9 @@ fn add_profile(m: &mut Measurement, p: &ProfileResult, host: Option<&str>) {
         off_cpu: p.off_cpu.as_ref().map(|o| &o.report),
         jit: p.jit.as_ref(),
         jit_note: p.jit_note.as_deref(),
+        call_graph_mode: p.call_graph.as_ref().map(|c| c.mode),
+        dwarf_stack_bytes: p.call_graph.as_ref().and_then(|c| c.dwarf_stack_bytes),
+        call_graph_note: p.call_graph.as_ref().and_then(|c| c.note.as_deref()),
     });
     m.artifacts.push(ArtifactData {
         name: ARTIFACT_PROFILE.into(),
