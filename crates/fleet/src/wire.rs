@@ -132,7 +132,7 @@ pub enum Reply {
     /// perf records; the pid it follows (None: every CPU).
     Profiling { pid: Option<i32> },
     /// perf stopped; the profile.
-    Profile { profile: ProfileResult },
+    Profile { profile: Box<ProfileResult> },
     /// The request could not be done, and why.
     Failed { message: String },
 }

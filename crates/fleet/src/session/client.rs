@@ -206,7 +206,7 @@ impl Site for HostSession {
             .map_or(Duration::ZERO, |t| t.elapsed());
         let work = Duration::from_secs(60) + recorded.saturating_mul(2);
         match self.ask(&Request::StopProfile, work)? {
-            Reply::Profile { profile } => Ok(profile),
+            Reply::Profile { profile } => Ok(*profile),
             r => Err(self.unexpected(r)),
         }
     }

@@ -103,7 +103,9 @@ impl Here {
                     let profile = r.stop();
                     let _ = std::fs::remove_dir_all(&dir);
                     match profile {
-                        Ok(profile) => Reply::Profile { profile },
+                        Ok(profile) => Reply::Profile {
+                            profile: Box::new(profile),
+                        },
                         Err(e) => failed(e.to_string()),
                     }
                 }
