@@ -9,7 +9,18 @@
 //! The worker wakes for each intended send time on a nanosecond timer (`timer`), not on
 //! a millisecond poll timeout, so the generator's timer resolution does not show up as
 //! server latency.
-
+//!
+//! What the correction charges to the server, and what it does not: for a request
+//! intended at I, whose connection became free at F (a response read, a connect
+//! completed; F ≤ I when it was free already), written at S and answered at R, the
+//! corrected latency is (max(I, F) − I) + (R − S). Waiting for a busy connection
+//! (F − I, when F > I) is the server's: that is what the correction is for. The rest of
+//! S − I — the generator's own timer waking late, or its loop busy with other
+//! connections while this one was free — is the generator's: it is kept out of the
+//! latency and recorded apart as *generator lateness* (S − max(I, F), the report's
+//! `generator_late_ms`), so a slow or descheduled generator at a low rate does not turn
+//! its own slack into server latency. F is the reading taken when the connection's
+//! progress was handled (the same clock read that timed the response it freed).
 use crate::conn::{ConnState, Connection, ErrorKind};
 use crate::worker::{Core, Driver};
 use std::collections::VecDeque;
@@ -26,6 +37,8 @@ pub(crate) struct OpenLoop {
     next: Instant,
     pending: VecDeque<Instant>,
     idle: Vec<usize>,
+    /// Per slot: when it last became free (valid while it is idle).
+    free_since: Vec<Instant>,
     max_connections: usize,
     late: u64,
     failed: Vec<(usize, ErrorKind)>,
@@ -41,6 +54,7 @@ impl OpenLoop {
             next: base,
             pending: VecDeque::with_capacity(1024),
             idle: Vec::with_capacity(max_connections),
+            free_since: Vec::with_capacity(max_connections),
             max_connections,
             late: 0,
             failed: Vec::new(),
@@ -72,12 +86,16 @@ impl OpenLoop {
         self.pending.pop_front();
     }
 
-    /// Slot `i` is connected and free.
-    pub fn on_ready<D: Driver>(&mut self, core: &mut Core<D>, i: usize) {
+    /// Slot `i` is connected and free (found so at `now`).
+    pub fn on_ready<D: Driver>(&mut self, core: &mut Core<D>, i: usize, now: Instant) {
         let slot = &mut core.slots[i];
         if !slot.idle {
             slot.idle = true;
             self.idle.push(i);
+            if self.free_since.len() <= i {
+                self.free_since.resize(i + 1, now);
+            }
+            self.free_since[i] = now;
         }
     }
 
@@ -115,7 +133,8 @@ impl OpenLoop {
             if record && now.saturating_duration_since(intended) > LATE_AFTER {
                 self.late += 1;
             }
-            match core.send(i, intended, now, false, record) {
+            let free = self.free_since.get(i).copied().unwrap_or(intended);
+            match core.send(i, intended, free.max(intended), now, false, record) {
                 Err(kind) => {
                     core.slots[i].idle = false;
                     self.failed.push((i, kind));
