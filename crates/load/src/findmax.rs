@@ -13,8 +13,12 @@
 //! mean of their knees with a 95 % Student-t interval (`max_rate_ci_low`/`_high`,
 //! `perflab_stats::summarize`), `broke_at` the mean of their first failing rates, and
 //! every step of every search stays in `steps`, tagged with its `repetition`. The first
-//! search climbs by doubling from `--rate`, the ramp's START, or where a step holds its
-//! samples (at least 100 req/s). A later search starts at 0.8 × the previous search's
+//! search climbs by doubling from `--rate`, the ramp's START, or 100 req/s — from
+//! below, since a step over the knee leaves a backlog (queued requests, a full listen
+//! queue) that the next step would inherit; its low steps are the lengthened ones. A
+//! step lasts `--step-duration`, by default [`DEFAULT_STEP`] (a ramp's default is
+//! longer): at the rates where knees are looked for that holds ten thousands of
+//! samples, and it keeps five searches of a ~50k req/s server within minutes. A later search starts at 0.8 × the previous search's
 //! knee and climbs by ×1.25: that saves the doubling climb, yet each search brackets its
 //! own knee between a step of its own that passed and one that broke, so the searches
 //! stay independent measurements of it — a knee that moved is found wherever it went
@@ -30,11 +34,14 @@ use crate::report::{Mode, Report};
 use crate::request::Prepared;
 use crate::series::PhaseResult;
 use crate::spec::LoadSpec;
+use perflab_units::Phrase;
 use search::{search, Outcome, Plan, Runner};
 use std::sync::Arc;
 
 /// First rate tried when none is given (raised to where a step holds its samples).
 pub const DEFAULT_START_RATE: f64 = 100.0;
+/// A find-max step's length when neither `step_duration` nor a ramp gives one.
+pub const DEFAULT_STEP: std::time::Duration = std::time::Duration::from_secs(2);
 /// Most searches one run may ask for.
 pub const MAX_REPETITIONS: u32 = 100;
 /// A later search starts at this fraction of the previous knee ...
@@ -50,6 +57,13 @@ pub(crate) fn check_spec(spec: &LoadSpec) -> Result<(), SpecError> {
             "find_max_repetitions",
             n.to_string(),
             "a number of searches from 1 to 100",
+        ));
+    }
+    if n > 1 && !spec.find_max {
+        return Err(SpecError::Conflict(
+            Phrase::field("find_max_repetitions")
+                .then(" repeats the knee search: it needs ")
+                .and_field("find_max"),
         ));
     }
     if spec.step_duration.is_some_and(|d| d.is_zero()) {
@@ -74,11 +88,10 @@ pub(crate) fn run(
         .as_ref()
         .ok_or_else(crate::spec::conflict::needs_slo)?;
     let need = samples::needed(slo);
-    let step = spec.effective_step_duration().as_secs_f64();
     let start = spec
         .rate
         .or(spec.ramp.as_ref().map(|r| r.start))
-        .unwrap_or_else(|| DEFAULT_START_RATE.max(need as f64 / step));
+        .unwrap_or(DEFAULT_START_RATE);
     let ceiling = spec.ramp.as_ref().map(|r| r.end);
     let mut r = Runner {
         spec,
@@ -113,7 +126,7 @@ pub(crate) fn run(
         };
         let o = search(&mut r, &plan)?;
         // A search cut short counts only when it is the only one.
-        if !(o.interrupted && !outcomes.is_empty()) {
+        if !o.interrupted || outcomes.is_empty() {
             outcomes.push(o);
         }
     }
@@ -124,6 +137,14 @@ pub(crate) fn run(
     conclude(&mut report, &outcomes);
     report.warnings.extend(notes(&r, &outcomes, slo));
     Ok(report)
+}
+
+/// The length asked of each step: `step_duration`, or a ramp's, or [`DEFAULT_STEP`].
+fn step_duration(spec: &LoadSpec) -> std::time::Duration {
+    match (spec.step_duration, &spec.ramp) {
+        (None, None) => DEFAULT_STEP,
+        _ => spec.effective_step_duration(),
+    }
 }
 
 /// Sets `max_rate` (the mean of the searches' knees), its interval, `broke_at` and

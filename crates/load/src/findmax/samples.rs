@@ -6,8 +6,8 @@
 //! 10 / (1 − q) for the q-quantile (1,000 for p99, 10,000 for p99.9; at least
 //! [`FLOOR`]), and [`FLOOR`] for a mean or a max. A step is never lengthened past
 //! [`MAX_STEP`]: rates below n / [`MAX_STEP`] are not tried at all (the search says
-//! so), and a search with no rate given starts its climb where a step of
-//! `--step-duration` holds n samples, so the usual search lengthens nothing.
+//! so). Lengthening, not refusing: a climb from 100 req/s keeps its first steps (a
+//! second or ten each) instead of failing on them.
 
 use crate::slo::{Slo, Statistic};
 use std::time::Duration;

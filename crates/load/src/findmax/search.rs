@@ -80,7 +80,7 @@ impl Runner<'_, '_, '_> {
         repetition: u32,
         retest: bool,
     ) -> Result<Option<Verdict>, LoadError> {
-        let asked = self.spec.effective_step_duration();
+        let asked = super::step_duration(self.spec);
         let Some(len) = samples::length(asked, self.need, rate) else {
             self.floor_hit = true;
             return Ok(None);
@@ -107,21 +107,36 @@ impl Runner<'_, '_, '_> {
 
     /// Whether `rate` meets the SLO: one step, or two of three when it is near.
     fn trial(&mut self, rate: f64, repetition: u32) -> Result<Option<bool>, LoadError> {
-        let Some(v) = self.step(rate, repetition, false)? else {
+        let Some(first) = self.step(rate, repetition, false)? else {
             return Ok(None);
         };
-        if !v.near {
-            return Ok(Some(v.passed));
-        }
-        let mut runs = vec![v.passed];
-        while runs.len() < 3 && decided(&runs).is_none() && !self.stopped() {
-            match self.step(rate, repetition, true)? {
-                Some(v) => runs.push(v.passed),
-                None => break,
+        retested(first, || {
+            if self.stopped() {
+                return Ok(None);
             }
-        }
-        Ok(Some(majority(&runs)))
+            self.step(rate, repetition, true)
+        })
     }
+}
+
+/// The outcome of a rate whose first step came to `first`: that step's, unless it was
+/// near the SLO; then steps are run `again` until two agree (at most three in all;
+/// `again` gives `None` when it cannot run one, and the runs so far decide).
+pub(super) fn retested<E>(
+    first: Verdict,
+    mut again: impl FnMut() -> Result<Option<Verdict>, E>,
+) -> Result<Option<bool>, E> {
+    if !first.near {
+        return Ok(Some(first.passed));
+    }
+    let mut runs = vec![first.passed];
+    while runs.len() < 3 && decided(&runs).is_none() {
+        match again()? {
+            Some(v) => runs.push(v.passed),
+            None => break,
+        }
+    }
+    Ok(Some(majority(&runs)))
 }
 
 /// Two runs that agree decide; otherwise not yet.
@@ -196,4 +211,45 @@ pub(super) fn search(r: &mut Runner<'_, '_, '_>, plan: &Plan) -> Result<Outcome,
         broke_at: hi,
         interrupted: r.stopped(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{retested, Verdict};
+
+    /// The outcome of a first step and the steps scripted after it, and how many
+    /// steps were run in all.
+    fn script(first: Verdict, then: &[bool]) -> (Option<bool>, usize) {
+        let mut next = then.iter();
+        let mut runs = 1;
+        let out = retested::<()>(first, || {
+            Ok(next.next().map(|p| {
+                runs += 1;
+                Verdict {
+                    passed: *p,
+                    near: true,
+                }
+            }))
+        })
+        .unwrap();
+        (out, runs)
+    }
+
+    #[test]
+    fn a_near_step_is_decided_by_two_of_three() {
+        let near = |passed| Verdict { passed, near: true };
+        let clear = |passed| Verdict {
+            passed,
+            near: false,
+        };
+        assert_eq!(script(clear(true), &[false, false]), (Some(true), 1));
+        assert_eq!(script(clear(false), &[true, true]), (Some(false), 1));
+        assert_eq!(script(near(true), &[true, false]), (Some(true), 2));
+        assert_eq!(script(near(false), &[false, true]), (Some(false), 2));
+        assert_eq!(script(near(true), &[false, false, true]), (Some(false), 3));
+        assert_eq!(script(near(false), &[true, true, false]), (Some(true), 3));
+        // Nothing more could run (interrupted): one pass and one fail do not pass.
+        assert_eq!(script(near(true), &[false]), (Some(false), 2));
+        assert_eq!(script(near(true), &[]), (Some(true), 1));
+    }
 }

@@ -539,8 +539,8 @@ fn knee(o: &mut String, d: &ReportData) {
                 .artifacts
                 .iter()
                 .find(|a| a.name == ARTIFACT_HTTP_REPORT)?;
-            let (steps, max) = crate::chart::knee::from_report(&a.content)?;
-            Some((t, crate::chart::knee::chart(&steps, max)?))
+            let knee = crate::chart::knee::from_report(&a.content)?;
+            Some((t, crate::chart::knee::chart(&knee)?))
         });
     if let Some((t, svg)) = found {
         let _ = writeln!(
