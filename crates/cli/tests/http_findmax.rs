@@ -56,7 +56,11 @@ fn pinned_server(taskset: &std::path::Path) -> (Killed, String) {
 }
 
 /// Five searches against a one-CPU server, the generator on the other CPU: the knee's
-/// 95 % interval is within 10 % of its mean, and every step says its search.
+/// 95 % interval is within 10 % of its mean, and every step says its search. Steps at
+/// the default length (2 s): shorter ones let this shared machine's noise through. The SLO
+/// is on the median: above its capacity the server's queue grows through the step and
+/// the median with it, while the tail below capacity is this shared machine's
+/// scheduling (other builds on the same two CPUs), which a p99 bound would measure.
 #[test]
 fn five_searches_give_a_knee_with_a_tight_interval() {
     let Some(taskset) = require::program("taskset") else {
@@ -81,9 +85,9 @@ fn five_searches_give_a_knee_with_a_tight_interval() {
             "--find-max-repetitions",
             "5",
             "--slo",
-            "p99<10ms",
+            "p50<20ms",
         ])
-        .args(["--step-duration", "500ms", "-t", "1", "--json"])
+        .args(["-t", "1", "--json"])
         .output()
         .expect("run perflab http");
     assert!(out.status.success(), "{}", stderr(&out));
@@ -108,6 +112,12 @@ fn five_searches_give_a_knee_with_a_tight_interval() {
         "half-width over 10 %: {lo}–{hi}"
     );
     for k in 1..=5 {
+        let best = steps
+            .iter()
+            .filter(|s| s["repetition"] == k && s["passed"] == true)
+            .filter_map(|s| s["target"].as_f64())
+            .fold(f64::NAN, f64::max);
+        eprintln!("  search {k}: highest passing step {best:.0} req/s");
         assert!(
             steps.iter().any(|s| s["repetition"] == k),
             "no step of search {k}"

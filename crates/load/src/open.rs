@@ -20,7 +20,10 @@
 //! latency and recorded apart as *generator lateness* (S − max(I, F), the report's
 //! `generator_late_ms`), so a slow or descheduled generator at a low rate does not turn
 //! its own slack into server latency. F is the reading taken when the connection's
-//! progress was handled (the same clock read that timed the response it freed).
+//! progress was handled (the same clock read that timed the response it freed), and
+//! the k-th request a dispatch sends takes the k-th earliest F among the idle
+//! connections, not the F of the slot the idle stack hands it: after a late wake-up
+//! the stack's top is the connection freed just now, while others were free all along.
 use crate::conn::{ConnState, Connection, ErrorKind};
 use crate::worker::{Core, Driver};
 use std::collections::VecDeque;
@@ -39,6 +42,9 @@ pub(crate) struct OpenLoop {
     idle: Vec<usize>,
     /// Per slot: when it last became free (valid while it is idle).
     free_since: Vec<Instant>,
+    /// The idle slots' `free_since`, earliest first (rebuilt by each dispatch that
+    /// sends).
+    free_order: Vec<Instant>,
     max_connections: usize,
     late: u64,
     failed: Vec<(usize, ErrorKind)>,
@@ -55,6 +61,7 @@ impl OpenLoop {
             pending: VecDeque::with_capacity(1024),
             idle: Vec::with_capacity(max_connections),
             free_since: Vec::with_capacity(max_connections),
+            free_order: Vec::with_capacity(max_connections),
             max_connections,
             late: 0,
             failed: Vec::new(),
@@ -99,6 +106,22 @@ impl OpenLoop {
         }
     }
 
+    /// Sorts the idle slots' free-since times, earliest first, when a request waits.
+    fn order_free<D: Driver>(&mut self, core: &Core<D>) {
+        self.free_order.clear();
+        if self.pending.is_empty() {
+            return;
+        }
+        for &i in &self.idle {
+            if core.slots.get(i).is_some_and(|s| s.idle) {
+                if let Some(&f) = self.free_since.get(i) {
+                    self.free_order.push(f);
+                }
+            }
+        }
+        self.free_order.sort_unstable();
+    }
+
     /// Queues what is due, expires what waited too long, sends on free connections,
     /// and opens connections while requests wait.
     pub fn dispatch<D: Driver>(&mut self, core: &mut Core<D>, now: Instant) {
@@ -117,6 +140,8 @@ impl OpenLoop {
                 core.rec.error(ErrorKind::Timeout, 1);
             }
         }
+        self.order_free(core);
+        let mut k = 0;
         while let Some(&intended) = self.pending.front() {
             let Some(i) = self.idle.pop() else { break };
             let slot = &mut core.slots[i];
@@ -133,7 +158,11 @@ impl OpenLoop {
             if record && now.saturating_duration_since(intended) > LATE_AFTER {
                 self.late += 1;
             }
-            let free = self.free_since.get(i).copied().unwrap_or(intended);
+            // The k-th request sent now could have gone on the k-th connection to
+            // become free, whichever slot the stack hands it.
+            let free = self.free_order.get(k).copied();
+            let free = free.or(self.free_since.get(i).copied()).unwrap_or(intended);
+            k += 1;
             match core.send(i, intended, free.max(intended), now, false, record) {
                 Err(kind) => {
                     core.slots[i].idle = false;

@@ -4,7 +4,7 @@
 //! 275 req/s held 110 samples). A step at rate r therefore lasts
 //! max(`--step-duration`, n / r), where n is the samples its strictest condition needs:
 //! 10 / (1 − q) for the q-quantile (1,000 for p99, 10,000 for p99.9; at least
-//! [`FLOOR`]), and [`FLOOR`] for a mean or a max. A step is never lengthened past
+//! [`FLOOR`]: a p50 or a mean is judged on 100), and [`FOR_MAX`] for a max. A step is never lengthened past
 //! [`MAX_STEP`]: rates below n / [`MAX_STEP`] are not tried at all (the search says
 //! so). Lengthening, not refusing: a climb from 100 req/s keeps its first steps (a
 //! second or ten each) instead of failing on them.
@@ -13,7 +13,9 @@ use crate::slo::{Slo, Statistic};
 use std::time::Duration;
 
 /// Fewest samples any step is judged on.
-pub const FLOOR: u64 = 1_000;
+pub const FLOOR: u64 = 100;
+/// Samples a `max` condition is judged on (the max of fewer says little).
+pub const FOR_MAX: u64 = 1_000;
 /// Longest a step is lengthened to.
 pub const MAX_STEP: Duration = Duration::from_secs(60);
 
@@ -25,7 +27,8 @@ pub fn needed(slo: &Slo) -> u64 {
             Statistic::Percentile(p) if p < 100.0 => {
                 (10.0 / (1.0 - p / 100.0) - 1e-6).ceil() as u64
             }
-            _ => FLOOR,
+            Statistic::Mean => FLOOR,
+            Statistic::Percentile(_) | Statistic::Max => FOR_MAX,
         })
         .max()
         .unwrap_or(FLOOR)
@@ -58,8 +61,10 @@ mod tests {
         assert_eq!(n("p99.9<20ms"), 10_000);
         assert_eq!(n("p50<1ms,p99.99<9ms"), 100_000);
         assert_eq!(n("p50<1ms"), FLOOR);
+        assert_eq!(n("p90<1ms"), 100);
         assert_eq!(n("mean<1ms"), FLOOR);
-        assert_eq!(n("p100<1ms"), FLOOR);
+        assert_eq!(n("p100<1ms"), FOR_MAX);
+        assert_eq!(n("max<1ms,p50<1ms"), FOR_MAX);
     }
 
     #[test]
