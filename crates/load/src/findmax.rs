@@ -5,8 +5,8 @@
 //! they are within 5 %. A step *passes* when its corrected latency meets every SLO
 //! condition, its error rate is within `--max-error-rate`, and it achieved at least
 //! 90 % of the target rate (a generator or server that cannot keep up does not pass).
-//! A rate whose step lands within ±10 % of an SLO bound is retested: it passes on two
-//! of three steps (module `verdict`). Each step lasts `--step-duration`, lengthened to
+//! A rate whose step lands within ±10 % of an SLO bound, or breaks it, is retested: it
+//! passes on two of three steps (modules `verdict`, `search`). Each step lasts `--step-duration`, lengthened to
 //! hold the samples its SLO percentile needs (module `samples`: 1,000 for p99).
 //!
 //! `--find-max-repetitions N` runs N searches one after the other. `max_rate` is the

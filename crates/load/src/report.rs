@@ -212,7 +212,8 @@ pub struct Step {
     /// Find-max: which search (from 1) the step belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repetition: Option<u32>,
-    /// Find-max: a rerun of the rate before it, which landed within 10 % of the SLO.
+    /// Find-max: a rerun of the rate before it, which broke the SLO or landed within
+    /// 10 % of it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub retest: bool,
 }

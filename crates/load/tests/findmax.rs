@@ -146,3 +146,14 @@ fn repetitions_and_step_duration_are_bounded() {
     }
     assert!(base().validate().is_ok());
 }
+
+#[test]
+fn an_experiment_file_sets_the_repetitions() {
+    let spec: LoadSpec = toml::from_str(
+        "url = \"http://h/\"\nfind_max = true\nslo = \"p99<20ms\"\nfind_max_repetitions = 5\n",
+    )
+    .unwrap();
+    assert_eq!(spec.find_max_repetitions, 5);
+    let spec: LoadSpec = toml::from_str("url = \"http://h/\"\n").unwrap();
+    assert_eq!(spec.find_max_repetitions, 1, "the default");
+}

@@ -115,8 +115,8 @@ pub struct HttpArgs {
     #[arg(long, value_name = "DURATION")]
     pub step_duration: Option<String>,
 
-    /// Knee search: the highest rate that meets --slo. Steps within 10 % of the SLO
-    /// are run again (two of three decide); a step is lengthened to hold the samples
+    /// Knee search: the highest rate that meets --slo. Steps that break the SLO or
+    /// come within 10 % of it are run again (two of three decide); a step is lengthened to hold the samples
     /// its percentile needs (p99: 1,000; p99.9: 10,000).
     #[arg(long)]
     pub find_max: bool,
