@@ -30,15 +30,18 @@ fn a_step_within_ten_percent_of_the_slo_is_run_again() {
     // passes two of three and the search ends at the ramp's END, bounded.
     let served = AtomicU64::new(0);
     let srv = TestServer::start(move |_| {
-        let ms = if served.fetch_add(1, Ordering::Relaxed) < 900 {
+        let ms = if served.fetch_add(1, Ordering::Relaxed) < 600 {
             48
         } else {
             5
         };
         Reply::Delay(Duration::from_millis(ms), ok("n"))
     });
+    // 2 s steps: a shorter one would lose a larger share of its requests to the 48 ms
+    // still in flight at its end, and break on the achieved rate instead.
     let spec = LoadSpec {
         connections: 20,
+        step_duration: Some(Duration::from_secs(2)),
         ..at_one_rate(srv.url("/"), 300.0, "p50<50ms")
     };
     let t = Instant::now();
