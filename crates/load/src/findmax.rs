@@ -99,7 +99,7 @@ pub(crate) fn run(
         prepared,
         base,
         ctx,
-        results: Vec::new(),
+        total: None,
         steps: Vec::new(),
         need,
         lengthened: 0,
@@ -130,7 +130,7 @@ pub(crate) fn run(
             outcomes.push(o);
         }
     }
-    let all: Vec<&PhaseResult> = r.results.iter().collect();
+    let all: Vec<&PhaseResult> = r.total.iter().collect();
     let mut report = Report::from_phases(&all, Mode::FindMax, base.connections, base.threads);
     report.steps = std::mem::take(&mut r.steps);
     report.slo = Some(slo.to_string());

@@ -36,7 +36,9 @@ pub(super) struct Runner<'s, 'c, 'o> {
     pub prepared: &'s Arc<Prepared>,
     pub base: &'s Phase,
     pub ctx: &'c mut RunContext<'o>,
-    pub results: Vec<PhaseResult>,
+    /// Every step so far, merged into one (a step's histograms are dropped once
+    /// added: memory stays flat however many steps the searches take).
+    pub total: Option<PhaseResult>,
     pub steps: Vec<Step>,
     /// Samples a step needs (`samples::needed`).
     pub need: u64,
@@ -89,7 +91,7 @@ impl Runner<'_, '_, '_> {
         if len > asked {
             self.lengthened += 1;
         }
-        let first = self.results.is_empty();
+        let first = self.total.is_none();
         let mut phase = step_phase(self.spec, self.base, RampOver::Rate, rate, first);
         phase.duration = Some(len.max(Duration::from_millis(1)));
         self.ctx.observer.step_started(rate);
@@ -102,7 +104,10 @@ impl Runner<'_, '_, '_> {
         step.retest = retest;
         self.ctx.observer.step(&step);
         self.steps.push(step);
-        self.results.push(res);
+        match &mut self.total {
+            Some(t) => t.absorb(res),
+            None => self.total = Some(res),
+        }
         Ok(Some(v))
     }
 
