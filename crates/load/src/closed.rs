@@ -69,13 +69,13 @@ impl ClosedLoop {
             if n == 0 {
                 return Ok(());
             }
-            return core.send(i, now, now, n == depth, recording);
+            return core.send(i, now, now, now, n == depth, recording);
         }
         for _ in 0..core.slots[i].conn.free() {
             if recording && self.take(1) == 0 {
                 break;
             }
-            core.send(i, now, now, false, recording)?;
+            core.send(i, now, now, now, false, recording)?;
         }
         Ok(())
     }

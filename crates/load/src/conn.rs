@@ -82,6 +82,10 @@ pub(crate) enum Protocol {
 pub(crate) struct Sent {
     /// When the load model meant to send it (open loop: the schedule; closed: = written).
     pub intended: Instant,
+    /// When it could first have been written: the later of `intended` and the moment
+    /// its connection was free (open loop; = `written` in the closed loop). From here
+    /// to `written` the generator was late on its own, which is not the server's time.
+    pub sendable: Instant,
     /// When it was handed to the socket.
     pub written: Instant,
     /// Counted in the report (false during warm-up).

@@ -1,65 +1,82 @@
-//! `--find-max`: the SPECweb-style knee search. Raise the open-loop rate step by step
-//! (doubling from `--rate`, or the ramp's START, or 100 req/s) until a step breaks the
-//! SLO, then bisect between the last good and the first bad rate until they are within
-//! 5 %. A step *passes* when its corrected latency meets every SLO condition, its
-//! error rate is within `--max-error-rate`, and it achieved at least 90 % of the target
-//! rate (a generator or server that cannot keep up does not pass). The report gives the
-//! highest passing rate (`max_rate`), the lowest failing one (`broke_at`) and every step.
+//! `--find-max`: the SPECweb-style knee search, repeated for an interval.
+//!
+//! One *search* (module `search`) raises the open-loop rate step by step until a step
+//! breaks the SLO, then bisects between the last good and the first bad rate until
+//! they are within 5 %. A step *passes* when its corrected latency meets every SLO
+//! condition, its error rate is within `--max-error-rate`, and it achieved at least
+//! 90 % of the target rate (a generator or server that cannot keep up does not pass).
+//! A rate whose step lands within ±10 % of an SLO bound, or breaks it, is retested: it
+//! passes on two of three steps (modules `verdict`, `search`). Each step lasts `--step-duration`, lengthened to
+//! hold the samples its SLO percentile needs (module `samples`: 1,000 for p99).
+//!
+//! `--find-max-repetitions N` runs N searches one after the other. `max_rate` is the
+//! mean of their knees with a 95 % Student-t interval (`max_rate_ci_low`/`_high`,
+//! `perflab_stats::summarize`), `broke_at` the mean of their first failing rates, and
+//! every step of every search stays in `steps`, tagged with its `repetition`. The first
+//! search climbs by doubling from `--rate`, the ramp's START, or 100 req/s — from
+//! below, since a step over the knee leaves a backlog (queued requests, a full listen
+//! queue) that the next step would inherit; its low steps are the lengthened ones. A
+//! step lasts `--step-duration`, by default [`DEFAULT_STEP`] (a ramp's default is
+//! longer): at the rates where knees are looked for that holds ten thousands of
+//! samples, and it keeps five searches of a ~50k req/s server within minutes. A later search starts at 0.8 × the previous search's
+//! knee and climbs by ×1.25: that saves the doubling climb, yet each search brackets its
+//! own knee between a step of its own that passed and one that broke, so the searches
+//! stay independent measurements of it — a knee that moved is found wherever it went
+//! (a failing start halves down; a passing one climbs on).
 
-use crate::engine::{run_phase, Phase, RunContext};
-use crate::error::LoadError;
-use crate::ramp::step_phase;
-use crate::report::{Mode, Report, Step};
+mod samples;
+mod search;
+mod verdict;
+
+use crate::engine::{Phase, RunContext};
+use crate::error::{LoadError, SpecError};
+use crate::report::{Mode, Report};
 use crate::request::Prepared;
 use crate::series::PhaseResult;
-use crate::slo::Slo;
-use crate::spec::{LoadSpec, RampOver};
+use crate::spec::LoadSpec;
+use perflab_units::Phrase;
+use search::{search, Outcome, Plan, Runner};
 use std::sync::Arc;
 
-/// First rate tried when none is given.
+/// First rate tried when none is given (raised to where a step holds its samples).
 pub const DEFAULT_START_RATE: f64 = 100.0;
-const MAX_CLIMB: usize = 20;
-const MAX_DESCEND: usize = 6;
-const MAX_BISECT: usize = 8;
-/// Bisection stops when the bad rate is within this factor of the good one.
-const PRECISION: f64 = 1.05;
-/// A step must achieve this fraction of its target rate to pass.
-const MIN_ACHIEVED: f64 = 0.9;
+/// A find-max step's length when neither `step_duration` nor a ramp gives one.
+pub const DEFAULT_STEP: std::time::Duration = std::time::Duration::from_secs(2);
+/// Most searches one run may ask for.
+pub const MAX_REPETITIONS: u32 = 100;
+/// A later search starts at this fraction of the previous knee ...
+const LATER_START: f64 = 0.8;
+/// ... and climbs by this factor.
+const LATER_FACTOR: f64 = 1.25;
 
-struct Search<'s, 'c, 'o> {
-    spec: &'s LoadSpec,
-    slo: &'s Slo,
-    prepared: &'s Arc<Prepared>,
-    base: &'s Phase,
-    ctx: &'c mut RunContext<'o>,
-    results: Vec<PhaseResult>,
-    steps: Vec<Step>,
+/// `find_max_repetitions` within 1..=[`MAX_REPETITIONS`]; a step duration above zero.
+pub(crate) fn check_spec(spec: &LoadSpec) -> Result<(), SpecError> {
+    let n = spec.find_max_repetitions;
+    if !(1..=MAX_REPETITIONS).contains(&n) {
+        return Err(SpecError::value(
+            "find_max_repetitions",
+            n.to_string(),
+            "a number of searches from 1 to 100",
+        ));
+    }
+    if n > 1 && !spec.find_max {
+        return Err(SpecError::Conflict(
+            Phrase::field("find_max_repetitions")
+                .then(" repeats the knee search: it needs ")
+                .and_field("find_max"),
+        ));
+    }
+    if spec.step_duration.is_some_and(|d| d.is_zero()) {
+        return Err(SpecError::value(
+            "step_duration",
+            "0",
+            "a positive duration",
+        ));
+    }
+    Ok(())
 }
 
-impl Search<'_, '_, '_> {
-    /// Interrupted from outside: the search ends with what it has.
-    fn stopped(&self) -> bool {
-        self.ctx.stop.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    fn trial(&mut self, rate: f64) -> Result<bool, LoadError> {
-        let first = self.results.is_empty();
-        let phase = step_phase(self.spec, self.base, RampOver::Rate, rate, first);
-        self.ctx.observer.step_started(rate);
-        let res = run_phase(self.prepared, &phase, self.ctx)?;
-        let r = Report::from_phases(&[&res], Mode::FindMax, phase.connections, phase.threads);
-        let passed = self.slo.holds(&res.hist)
-            && r.error_rate() <= self.spec.max_error_rate
-            && r.rps >= MIN_ACHIEVED * rate;
-        let step = r.as_step(rate, Some(passed));
-        self.ctx.observer.step(&step);
-        self.steps.push(step);
-        self.results.push(res);
-        Ok(passed)
-    }
-}
-
-/// Runs the search.
+/// Runs the searches.
 pub(crate) fn run(
     spec: &LoadSpec,
     prepared: &Arc<Prepared>,
@@ -70,69 +87,112 @@ pub(crate) fn run(
         .slo
         .as_ref()
         .ok_or_else(crate::spec::conflict::needs_slo)?;
-    let ceiling = spec.ramp.as_ref().map(|r| r.end);
-    let mut rate = spec
+    let need = samples::needed(slo);
+    let start = spec
         .rate
         .or(spec.ramp.as_ref().map(|r| r.start))
         .unwrap_or(DEFAULT_START_RATE);
-    let mut s = Search {
+    let ceiling = spec.ramp.as_ref().map(|r| r.end);
+    let mut r = Runner {
         spec,
         slo,
         prepared,
         base,
         ctx,
-        results: Vec::new(),
+        total: None,
         steps: Vec::new(),
+        need,
+        lengthened: 0,
+        floor_hit: false,
     };
-    let (mut lo, mut hi) = (None, None);
-    for _ in 0..MAX_CLIMB {
-        if s.stopped() {
+    let mut outcomes: Vec<Outcome> = Vec::new();
+    for k in 1..=spec.find_max_repetitions.clamp(1, MAX_REPETITIONS) {
+        if r.stopped() {
             break;
         }
-        if !s.trial(rate)? {
-            hi = Some(rate);
-            break;
-        }
-        lo = Some(rate);
-        match ceiling {
-            Some(c) if rate >= c => break,
-            Some(c) => rate = (rate * 2.0).min(c),
-            None => rate *= 2.0,
-        }
-    }
-    if lo.is_none() && !s.stopped() {
-        let mut r = rate / 2.0;
-        for _ in 0..MAX_DESCEND {
-            if s.stopped() {
-                break;
-            }
-            if s.trial(r)? {
-                lo = Some(r);
-                break;
-            }
-            hi = Some(r);
-            r /= 2.0;
+        let plan = match outcomes.iter().rev().find_map(|o| o.max_rate) {
+            Some(prev) => Plan {
+                repetition: k,
+                start: prev * LATER_START,
+                factor: LATER_FACTOR,
+                ceiling,
+            },
+            None => Plan {
+                repetition: k,
+                start,
+                factor: 2.0,
+                ceiling,
+            },
+        };
+        let o = search(&mut r, &plan)?;
+        // A search cut short counts only when it is the only one.
+        if !o.interrupted || outcomes.is_empty() {
+            outcomes.push(o);
         }
     }
-    if let (Some(mut l), Some(mut h)) = (lo, hi) {
-        for _ in 0..MAX_BISECT {
-            if h / l <= PRECISION || s.stopped() {
-                break;
-            }
-            let m = (l + h) / 2.0;
-            if s.trial(m)? {
-                l = m;
-            } else {
-                h = m;
-            }
-        }
-        (lo, hi) = (Some(l), Some(h));
-    }
-    let all: Vec<&PhaseResult> = s.results.iter().collect();
+    let all: Vec<&PhaseResult> = r.total.iter().collect();
     let mut report = Report::from_phases(&all, Mode::FindMax, base.connections, base.threads);
-    report.steps = s.steps;
-    report.max_rate = lo;
-    report.broke_at = hi;
+    report.steps = std::mem::take(&mut r.steps);
     report.slo = Some(slo.to_string());
+    conclude(&mut report, &outcomes);
+    report.warnings.extend(notes(&r, &outcomes, slo));
     Ok(report)
+}
+
+/// The length asked of each step: `step_duration`, or a ramp's, or [`DEFAULT_STEP`].
+fn step_duration(spec: &LoadSpec) -> std::time::Duration {
+    match (spec.step_duration, &spec.ramp) {
+        (None, None) => DEFAULT_STEP,
+        _ => spec.effective_step_duration(),
+    }
+}
+
+/// Sets `max_rate` (the mean of the searches' knees), its interval, `broke_at` and
+/// `repetitions` from the searches.
+fn conclude(report: &mut Report, outcomes: &[Outcome]) {
+    let maxes: Vec<f64> = outcomes.iter().filter_map(|o| o.max_rate).collect();
+    let broke: Vec<f64> = outcomes.iter().filter_map(|o| o.broke_at).collect();
+    report.broke_at = mean(&broke);
+    report.max_rate = mean(&maxes);
+    report.repetitions = Some(maxes.len() as u32);
+    if maxes.len() >= 2 {
+        if let Ok(s) = perflab_stats::summarize(&maxes, 0.95) {
+            report.max_rate_ci_low = Some(s.ci_low);
+            report.max_rate_ci_high = Some(s.ci_high);
+        }
+    }
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// What the reader must know about how the knee was judged.
+fn notes(r: &Runner<'_, '_, '_>, outcomes: &[Outcome], slo: &crate::slo::Slo) -> Vec<String> {
+    let mut notes = Vec::new();
+    if r.lengthened > 0 {
+        notes.push(format!(
+            "{} find-max step(s) lengthened past the step duration to hold {} samples \
+             each, the fewest that judge {slo}",
+            r.lengthened, r.need
+        ));
+    }
+    if r.floor_hit {
+        notes.push(format!(
+            "rates below {:.1} req/s were not tried: a step there would need more than \
+             {} s to hold the {} samples that judge {slo}",
+            samples::lowest_rate(r.need),
+            samples::MAX_STEP.as_secs(),
+            r.need
+        ));
+    }
+    let failed = outcomes.iter().filter(|o| o.max_rate.is_none()).count();
+    if failed > 0 && failed < outcomes.len() {
+        notes.push(format!(
+            "{failed} of {} searches found no rate that met the SLO; max_rate is the mean \
+             of the others",
+            outcomes.len()
+        ));
+    }
+    notes
 }

@@ -9,7 +9,21 @@
 //! The worker wakes for each intended send time on a nanosecond timer (`timer`), not on
 //! a millisecond poll timeout, so the generator's timer resolution does not show up as
 //! server latency.
-
+//!
+//! What the correction charges to the server, and what it does not: for a request
+//! intended at I, whose connection became free at F (a response read, a connect
+//! completed; F ≤ I when it was free already), written at S and answered at R, the
+//! corrected latency is (max(I, F) − I) + (R − S). Waiting for a busy connection
+//! (F − I, when F > I) is the server's: that is what the correction is for. The rest of
+//! S − I — the generator's own timer waking late, or its loop busy with other
+//! connections while this one was free — is the generator's: it is kept out of the
+//! latency and recorded apart as *generator lateness* (S − max(I, F), the report's
+//! `generator_late_ms`), so a slow or descheduled generator at a low rate does not turn
+//! its own slack into server latency. F is the reading taken when the connection's
+//! progress was handled (the same clock read that timed the response it freed), and
+//! the k-th request a dispatch sends takes the k-th earliest F among the idle
+//! connections, not the F of the slot the idle stack hands it: after a late wake-up
+//! the stack's top is the connection freed just now, while others were free all along.
 use crate::conn::{ConnState, Connection, ErrorKind};
 use crate::worker::{Core, Driver};
 use std::collections::VecDeque;
@@ -26,6 +40,11 @@ pub(crate) struct OpenLoop {
     next: Instant,
     pending: VecDeque<Instant>,
     idle: Vec<usize>,
+    /// Per slot: when it last became free (valid while it is idle).
+    free_since: Vec<Instant>,
+    /// The idle slots' `free_since`, earliest first (rebuilt by each dispatch that
+    /// sends).
+    free_order: Vec<Instant>,
     max_connections: usize,
     late: u64,
     failed: Vec<(usize, ErrorKind)>,
@@ -41,6 +60,8 @@ impl OpenLoop {
             next: base,
             pending: VecDeque::with_capacity(1024),
             idle: Vec::with_capacity(max_connections),
+            free_since: Vec::with_capacity(max_connections),
+            free_order: Vec::with_capacity(max_connections),
             max_connections,
             late: 0,
             failed: Vec::new(),
@@ -72,13 +93,33 @@ impl OpenLoop {
         self.pending.pop_front();
     }
 
-    /// Slot `i` is connected and free.
-    pub fn on_ready<D: Driver>(&mut self, core: &mut Core<D>, i: usize) {
+    /// Slot `i` is connected and free (found so at `now`).
+    pub fn on_ready<D: Driver>(&mut self, core: &mut Core<D>, i: usize, now: Instant) {
         let slot = &mut core.slots[i];
         if !slot.idle {
             slot.idle = true;
             self.idle.push(i);
+            if self.free_since.len() <= i {
+                self.free_since.resize(i + 1, now);
+            }
+            self.free_since[i] = now;
         }
+    }
+
+    /// Sorts the idle slots' free-since times, earliest first, when a request waits.
+    fn order_free<D: Driver>(&mut self, core: &Core<D>) {
+        self.free_order.clear();
+        if self.pending.is_empty() {
+            return;
+        }
+        for &i in &self.idle {
+            if core.slots.get(i).is_some_and(|s| s.idle) {
+                if let Some(&f) = self.free_since.get(i) {
+                    self.free_order.push(f);
+                }
+            }
+        }
+        self.free_order.sort_unstable();
     }
 
     /// Queues what is due, expires what waited too long, sends on free connections,
@@ -99,6 +140,8 @@ impl OpenLoop {
                 core.rec.error(ErrorKind::Timeout, 1);
             }
         }
+        self.order_free(core);
+        let mut k = 0;
         while let Some(&intended) = self.pending.front() {
             let Some(i) = self.idle.pop() else { break };
             let slot = &mut core.slots[i];
@@ -115,7 +158,12 @@ impl OpenLoop {
             if record && now.saturating_duration_since(intended) > LATE_AFTER {
                 self.late += 1;
             }
-            match core.send(i, intended, now, false, record) {
+            // The k-th request sent now could have gone on the k-th connection to
+            // become free, whichever slot the stack hands it.
+            let free = self.free_order.get(k).copied();
+            let free = free.or(self.free_since.get(i).copied()).unwrap_or(intended);
+            k += 1;
+            match core.send(i, intended, free.max(intended), now, false, record) {
                 Err(kind) => {
                     core.slots[i].idle = false;
                     self.failed.push((i, kind));

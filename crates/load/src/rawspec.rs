@@ -42,6 +42,7 @@ pub(crate) struct RawSpec {
     ramp_over: Option<String>,
     step_duration: Option<Number>,
     find_max: Option<bool>,
+    find_max_repetitions: Option<u32>,
     slo: Option<String>,
     #[serde(default)]
     thresholds: Vec<String>,
@@ -128,8 +129,7 @@ impl TryFrom<RawSpec> for LoadSpec {
             ramp: r.ramp.map(|s| Ramp::parse(&s, over)).transpose()?,
             step_duration: dur("step_duration", &r.step_duration)?,
             find_max: r.find_max.unwrap_or(false),
-            // TODO(issue 33, findmax helper): `find_max_repetitions` in experiment files.
-            find_max_repetitions: 1,
+            find_max_repetitions: r.find_max_repetitions.unwrap_or(d.find_max_repetitions),
             slo: r.slo.map(|s| Slo::parse(&s)).transpose()?,
             thresholds: r
                 .thresholds

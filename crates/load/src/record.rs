@@ -59,6 +59,9 @@ pub(crate) struct Totals {
     /// accepted and never finished the TLS or HTTP/2 opening).
     pub connect_ages: Histogram<u64>,
     pub late: u64,
+    /// Open loop: how late the generator wrote each recorded request that had a free
+    /// connection (µs, `written − sendable`: its own lateness, not the server's).
+    pub generator_late: Histogram<u64>,
     pub reconnects: u64,
     pub connections_opened: u64,
     /// Connections opened per protocol: HTTP/1.1, HTTP/2.
@@ -122,6 +125,7 @@ impl Default for Totals {
             end_ages: new_histogram(),
             connect_ages: new_histogram(),
             late: 0,
+            generator_late: new_histogram(),
             reconnects: 0,
             connections_opened: 0,
             protocols: [0; 2],
@@ -150,6 +154,7 @@ impl Totals {
         let _ = self.end_ages.add(&o.end_ages);
         let _ = self.connect_ages.add(&o.connect_ages);
         self.late += o.late;
+        let _ = self.generator_late.add(&o.generator_late);
         self.reconnects += o.reconnects;
         self.connections_opened += o.connections_opened;
         self.protocols[0] += o.protocols[0];
@@ -237,7 +242,10 @@ impl Recorder {
         self.sec_bytes += c.bytes;
         let slot = usize::from(c.status);
         self.totals.status[if slot < STATUS_SLOTS { slot } else { 0 }] += 1;
-        let latency = micros(now.saturating_duration_since(sent.intended));
+        // Open loop: the wait for a free connection is the server's, the generator's
+        // own lateness after that is not (module `open`); closed loop: all three equal.
+        let waited = sent.sendable.saturating_duration_since(sent.intended);
+        let latency = micros(waited + now.saturating_duration_since(sent.written));
         self.interval.saturating_record(latency);
         if let Some(t) = self.totals.per_target.get_mut(sent.target as usize) {
             t.requests += 1;
@@ -250,6 +258,8 @@ impl Recorder {
         }
         if let Some(h) = &mut self.interval_unc {
             h.saturating_record(micros(now.saturating_duration_since(sent.written)));
+            let late = sent.written.saturating_duration_since(sent.sendable);
+            self.totals.generator_late.saturating_record(micros(late));
         }
     }
 

@@ -35,6 +35,9 @@ pub const CONCURRENCY_FLOOR: f64 = 0.9;
 pub const SATURATED_WARNING: &str =
     "the load generator is saturated: this measures the client, not the server";
 
+/// Above this p99 of the generator's own lateness (µs), a run warns.
+pub const GENERATOR_LATE_WARN_US: u64 = 1_000;
+
 /// Failed requests by kind, as in the JSON contract.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Errors {
@@ -216,6 +219,13 @@ pub struct Step {
     /// Requests written later than `open::LATE_AFTER` after their intended time.
     #[serde(default)]
     pub late: u64,
+    /// Find-max: which search (from 1) the step belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repetition: Option<u32>,
+    /// Find-max: a rerun of the rate before it, which broke the SLO or landed within
+    /// 10 % of it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retest: bool,
 }
 
 /// One target of a run with several: its own rate, latency and statuses.
@@ -271,6 +281,10 @@ pub struct Report {
     pub bytes: u64,
     pub cancelled_at_end: u64,
     pub late: u64,
+    /// Open loop: how late the generator itself wrote requests whose connection was
+    /// free (its timer or its loop; not charged to the latency: module `open`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_late_ms: Option<Latency>,
     pub reconnects: u64,
     pub connections_opened: u64,
     /// Connections opened per negotiated protocol: `{"h2": 10}`, `{"http/1.1": 4}`.
@@ -415,6 +429,9 @@ impl Report {
             bytes: totals.bytes,
             cancelled_at_end: totals.cancelled_at_end,
             late: totals.late,
+            generator_late_ms: unc
+                .is_some()
+                .then(|| Latency::from_histogram(&totals.generator_late)),
             reconnects: totals.reconnects,
             connections_opened: totals.connections_opened,
             protocols: protocol_counts(&totals),
@@ -513,6 +530,8 @@ impl Report {
             client_busy: self.client_busy,
             client_wait: self.client_wait,
             late: self.late,
+            repetition: None,
+            retest: false,
         }
     }
 }
@@ -639,6 +658,15 @@ fn warnings(totals: &Totals, error_kinds: &ErrorKinds, saturated: bool) -> Vec<S
     let mut warnings = Vec::new();
     if saturated {
         warnings.push(SATURATED_WARNING.to_string());
+    }
+    let late = &totals.generator_late;
+    if !late.is_empty() && late.value_at_quantile(0.99) > GENERATOR_LATE_WARN_US {
+        warnings.push(format!(
+            "the generator wrote 1 % of its requests more than {:.3} ms after they were \
+             due on a free connection (generator_late_ms): left out of the latency, but \
+             the load offered was less punctual than asked",
+            late.value_at_quantile(0.99) as f64 / 1e3
+        ));
     }
     if let Some(why) = &totals.connect_failure {
         warnings.push(format!(

@@ -141,3 +141,21 @@ pub(crate) struct PhaseResult {
     /// Recorded wall time.
     pub elapsed: Duration,
 }
+
+impl PhaseResult {
+    /// Adds a later phase into this one, as a report over both would merge them (a
+    /// knee search keeps one running sum, not every step's histograms).
+    pub fn absorb(&mut self, o: PhaseResult) {
+        let _ = self.hist.add(&o.hist);
+        match (&mut self.hist_uncorrected, &o.hist_uncorrected) {
+            (Some(a), Some(b)) => {
+                let _ = a.add(b);
+            }
+            (None, Some(_)) => self.hist_uncorrected = o.hist_uncorrected,
+            _ => {}
+        }
+        self.totals.merge(&o.totals);
+        self.series.extend(o.series);
+        self.elapsed += o.elapsed;
+    }
+}

@@ -362,6 +362,7 @@ impl LoadSpec {
 
     /// Counts, durations, rates and fractions within their ranges.
     fn check_bounds(&self) -> Result<(), SpecError> {
+        crate::findmax::check_spec(self)?;
         if self.requests == Some(0) {
             return Err(SpecError::value(
                 "requests",

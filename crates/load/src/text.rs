@@ -185,6 +185,9 @@ fn latency(s: &mut String, r: &Report) {
     if let Some(u) = &r.latency_uncorrected_ms {
         latency_row(s, "uncorrected", u);
     }
+    if let Some(g) = &r.generator_late_ms {
+        latency_row(s, "generator late", g);
+    }
 }
 
 /// The per-target table, when the run had several targets.
@@ -235,15 +238,28 @@ fn steps(s: &mut String, r: &Report) {
         "  {:<6} {:>10} {:>12} {:>10} {:>10} {:>9} {:>6}",
         "Step", "target", "req/s", "p50 ms", "p99 ms", "errors", "SLO"
     );
+    let searches = r
+        .steps
+        .iter()
+        .filter_map(|st| st.repetition)
+        .max()
+        .unwrap_or(0);
     for (i, st) in r.steps.iter().enumerate() {
-        let slo = match st.passed {
+        let mut slo = match st.passed {
             Some(true) => "ok",
             Some(false) => "broke",
             None => "",
-        };
+        }
+        .to_string();
+        if st.retest {
+            slo.push_str(" (retest)");
+        }
+        if let Some(k) = st.repetition.filter(|_| searches > 1) {
+            let _ = write!(slo, " search {k}");
+        }
         let _ = writeln!(
             s,
-            "  {:<6} {:>10.1} {:>12.2} {:>10.3} {:>10.3} {:>8.2}% {:>6}",
+            "  {:<6} {:>10.1} {:>12.2} {:>10.3} {:>10.3} {:>8.2}% {:<6}",
             i + 1,
             st.target,
             st.rps,
@@ -255,16 +271,14 @@ fn steps(s: &mut String, r: &Report) {
     }
 }
 
-/// A knee search's verdict: the highest rate that met the SLO, and where it broke.
+/// A knee search's verdict: the highest rate that met the SLO (with its interval when
+/// the search was repeated), where it broke, and what limited it.
 fn find_max(s: &mut String, r: &Report) {
     if r.mode != Mode::FindMax {
         return;
     }
     let _ = writeln!(s);
-    match r.max_rate {
-        Some(m) => row(s, "Max rate", format!("{m:.1} req/s meets the SLO")),
-        None => row(s, "Max rate", "no rate tried met the SLO".to_string()),
-    }
+    row(s, "Max rate", max_rate_line(r));
     if let Some(b) = r.broke_at {
         row(s, "Broke at", format!("{b:.1} req/s"));
     }
@@ -283,6 +297,41 @@ fn limit_line(s: &mut String, r: &Report) {
     }
 }
 
+/// `22,400 ± 1,100 req/s under p99<20ms (5 searches, 95 % CI 21,300–23,500)`, or for
+/// one search `22400.0 req/s meets the SLO`.
+pub fn max_rate_line(r: &Report) -> String {
+    let slo = r.slo.as_deref().unwrap_or("the SLO");
+    match (r.max_rate, r.max_rate_ci_low, r.max_rate_ci_high) {
+        (Some(m), Some(lo), Some(hi)) => format!(
+            "{} ± {} req/s under {slo} ({} searches, 95 % CI {}–{})",
+            grouped(m),
+            grouped((hi - lo) / 2.0),
+            r.repetitions.unwrap_or(0),
+            grouped(lo),
+            grouped(hi)
+        ),
+        (Some(m), _, _) => format!("{m:.1} req/s meets the SLO"),
+        (None, _, _) => "no rate tried met the SLO".to_string(),
+    }
+}
+
+/// A rate rounded to a whole number with thousands separators: `22,400`.
+fn grouped(x: f64) -> String {
+    let n = x.round().abs() as u64;
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if x.round() < 0.0 {
+        out.insert(0, '-');
+    }
+    out
+}
+
 fn latency_row(s: &mut String, label: &str, l: &Latency) {
     let _ = writeln!(
         s,
@@ -293,6 +342,7 @@ fn latency_row(s: &mut String, label: &str, l: &Latency) {
 
 #[cfg(test)]
 mod tests {
+    use super::{grouped, max_rate_line};
     use crate::limit::{Limit, LimitResource};
     use crate::report::{Mode, Report};
 
@@ -316,5 +366,30 @@ mod tests {
         );
         r.limit = None;
         assert!(!super::render(&r).contains("Limited by"));
+    }
+
+    #[test]
+    fn a_repeated_knee_prints_its_interval() {
+        let phase = crate::series::PhaseResult {
+            hist: crate::record::new_histogram(),
+            hist_uncorrected: None,
+            series: Vec::new(),
+            totals: crate::record::Totals::default(),
+            elapsed: std::time::Duration::from_secs(1),
+        };
+        let mut r = Report::from_phases(&[&phase], crate::report::Mode::FindMax, 1, 1);
+        r.max_rate = Some(22_400.0);
+        r.slo = Some("p99<20ms".into());
+        assert_eq!(max_rate_line(&r), "22400.0 req/s meets the SLO");
+        r.max_rate_ci_low = Some(21_300.0);
+        r.max_rate_ci_high = Some(23_500.0);
+        r.repetitions = Some(5);
+        assert_eq!(
+            max_rate_line(&r),
+            "22,400 ± 1,100 req/s under p99<20ms (5 searches, 95 % CI 21,300–23,500)"
+        );
+        assert_eq!(grouped(999.6), "1,000");
+        assert_eq!(grouped(1_234_567.0), "1,234,567");
+        assert_eq!(grouped(12.0), "12");
     }
 }

@@ -170,11 +170,13 @@ impl<D: Driver> Core<D> {
         targets[k]
     }
 
-    /// Sends one request (or a pipelined batch) on slot `i`.
+    /// Sends one request (or a pipelined batch) on slot `i`: meant for `intended`, it
+    /// could go from `sendable` (its connection free too) and goes `now`.
     pub fn send(
         &mut self,
         i: usize,
         intended: Instant,
+        sendable: Instant,
         now: Instant,
         batch: bool,
         record: bool,
@@ -183,6 +185,7 @@ impl<D: Driver> Core<D> {
         let prepared = &self.cfg.prepared;
         let sent = Sent {
             intended,
+            sendable: sendable.clamp(intended, now.max(intended)),
             written: now,
             record,
             head: prepared.targets[t].head,
@@ -420,7 +423,7 @@ impl<D: Driver> Worker<D> {
         let result = match &mut self.model {
             Model::Closed(cl) => cl.on_ready(&mut self.core, i, now),
             Model::Open(ol) => {
-                ol.on_ready(&mut self.core, i);
+                ol.on_ready(&mut self.core, i, now);
                 Ok(())
             }
         };

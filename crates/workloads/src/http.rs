@@ -29,6 +29,9 @@ pub const METRICS: &[&str] = &[
     "error_rate",
     "client_cpu_per_req_us",
     "max_rate",
+    "max_rate_ci_low",
+    "max_rate_ci_high",
+    "generator_late_p99_ms",
 ];
 
 /// The metrics an http run is compared on unless the experiment names others.
@@ -287,6 +290,20 @@ pub fn measurement(r: &perflab_load::Report) -> Measurement {
     // `find_max`: the highest rate that met the SLO.
     if let Some(max) = r.max_rate {
         metrics.push(MetricValue::new("max_rate", "req/s", max, "higher"));
+    }
+    // Repeated (`find_max_repetitions`): the knee's 95 % interval, in the same unit.
+    if let (Some(lo), Some(hi)) = (r.max_rate_ci_low, r.max_rate_ci_high) {
+        metrics.push(MetricValue::new("max_rate_ci_low", "req/s", lo, "higher"));
+        metrics.push(MetricValue::new("max_rate_ci_high", "req/s", hi, "higher"));
+    }
+    // Open loop: the generator's own lateness, kept out of the latency.
+    if let Some(g) = &r.generator_late_ms {
+        metrics.push(MetricValue::new(
+            "generator_late_p99_ms",
+            "ms",
+            g.p99,
+            "lower",
+        ));
     }
     let series = vec![SeriesData {
         name: "http.rps".into(),

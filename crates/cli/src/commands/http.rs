@@ -109,15 +109,24 @@ pub struct HttpArgs {
     #[arg(long, value_name = "WHAT", default_value = "rate", value_parser = ["rate", "connections"])]
     pub ramp_over: String,
 
-    /// Duration of each ramp / find-max step [default: -d / STEPS, else 5s].
+    /// Duration of each ramp / find-max step [default: a ramp's -d / STEPS, else 5s;
+    /// find-max: 2s]. A find-max step is lengthened (up to 60s) to hold the samples its
+    /// SLO percentile needs: 10 / (1 - q), e.g. 1,000 for p99.
     #[arg(long, value_name = "DURATION")]
     pub step_duration: Option<String>,
 
     /// Knee search: the highest rate that meets --slo, and what ran out at the knee
     /// (`limit`: generator, service_cpu, cpu_pressure, listen_queue, softirq,
-    /// retransmits, disk, memory or unknown, with its numbers).
+    /// retransmits, disk, memory or unknown, with its numbers). Steps that break the
+    /// SLO or come within 10 % of it are run again (two of three decide); a step is
+    /// lengthened to hold the samples its percentile needs (p99: 1,000; p99.9: 10,000).
     #[arg(long)]
     pub find_max: bool,
+
+    /// Run the --find-max search N times (1 to 100): max_rate is then their mean with
+    /// a 95 % confidence interval [default: 1].
+    #[arg(long, value_name = "N")]
+    pub find_max_repetitions: Option<u32>,
 
     /// Objective for --find-max, e.g. 'p99<20ms' or 'p50<5ms,p99.9<50ms'.
     #[arg(long, value_name = "SLO")]
@@ -318,7 +327,7 @@ pub fn spec_from_args(a: &HttpArgs) -> Result<LoadSpec, SpecError> {
             .transpose()?,
         step_duration: dur("step_duration", &a.step_duration)?,
         find_max: a.find_max,
-        find_max_repetitions: 1,
+        find_max_repetitions: a.find_max_repetitions.unwrap_or(1),
         slo: a.slo.as_deref().map(Slo::parse).transpose()?,
         thresholds: a
             .thresholds
@@ -510,6 +519,7 @@ fn options_from_args(a: &HttpArgs) -> serde_json::Value {
     put("ramp_over", json!(a.ramp_over));
     put("step_duration", json!(a.step_duration));
     put("find_max", json!(a.find_max));
+    put("find_max_repetitions", json!(a.find_max_repetitions));
     put("slo", json!(a.slo));
     put("thresholds", json!(a.thresholds));
     put("unix_socket", json!(a.unix_socket));

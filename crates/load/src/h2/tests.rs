@@ -26,6 +26,7 @@ fn conn(p: &Prepared, n: usize) -> H2 {
     for _ in 0..n {
         let sent = Sent {
             intended: now,
+            sendable: now,
             written: now,
             record: true,
             head: false,

@@ -543,9 +543,9 @@ fn knee(o: &mut String, d: &ReportData) {
                 .artifacts
                 .iter()
                 .find(|a| a.name == ARTIFACT_HTTP_REPORT)?;
-            let (steps, max) = crate::chart::knee::from_report(&a.content)?;
+            let knee = crate::chart::knee::from_report(&a.content)?;
             let caption = crate::chart::knee::limit_caption(&a.content);
-            Some((t, crate::chart::knee::chart(&steps, max)?, caption))
+            Some((t, crate::chart::knee::chart(&knee)?, caption))
         });
     if let Some((t, svg, caption)) = found {
         let _ = writeln!(

@@ -373,6 +373,8 @@ mod tests {
             client_busy: 0.5,
             client_wait: 0.1,
             late: 3,
+            repetition: None,
+            retest: false,
         };
         let f = StepFacts::between(&before, &after, &step, (Some(1), false, &[me]), root);
         assert_eq!((f.rate, f.generator.late), (100.0, 3));

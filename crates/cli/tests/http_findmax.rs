@@ -1,0 +1,191 @@
+//! `perflab http --find-max` end to end (issue 33): the open loop does not charge the
+//! generator's own lateness to the server, a repeated knee search gives `max_rate` with
+//! a tight 95 % interval against a one-CPU server, and its flags refuse bad values.
+
+mod common;
+
+use common::{require, stderr, HelloServer, Killed, Lab};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// `perflab http URL ARGS --json` at `rate` for `secs`: (corrected p99, uncorrected p99,
+/// generator-late p99), all in ms.
+fn p99s(lab: &Lab, url: &str, rate: &str, secs: &str) -> (f64, f64, f64) {
+    let v = lab.json(&["http", url, "--rate", rate, "-d", secs, "--json"]);
+    let p = |k: &str| v[k]["p99"].as_f64().unwrap_or_else(|| panic!("{k}: {v}"));
+    (
+        p("latency_ms"),
+        p("latency_uncorrected_ms"),
+        p("generator_late_ms"),
+    )
+}
+
+/// At rates the server handles easily, the corrected p99 stays within 10 % or 0.2 ms
+/// of the uncorrected one: the timer's and the loop's slack is the generator's
+/// (reported as `generator_late_ms`), not the server's latency.
+#[test]
+fn generator_lateness_is_not_charged_to_the_server() {
+    let lab = Lab::new();
+    let server = HelloServer::start();
+    for (rate, secs) in [("300", "4s"), ("3000", "2s")] {
+        let (corrected, uncorrected, late) = p99s(&lab, &server.url, rate, secs);
+        eprintln!(
+            "{rate} req/s: p99 corrected {corrected:.3} ms, uncorrected {uncorrected:.3} ms, \
+             generator late {late:.3} ms"
+        );
+        let margin = (0.1 * uncorrected).max(0.2);
+        assert!(
+            (corrected - uncorrected).abs() <= margin,
+            "{rate} req/s: corrected p99 {corrected} ms vs uncorrected {uncorrected} ms"
+        );
+    }
+}
+
+/// A `perflab serve --hello --workers 1` pinned to CPU 0 at nice -19, on an
+/// OS-chosen port.
+fn pinned_server(taskset: &std::path::Path) -> (Killed, String) {
+    let mut child = Command::new("nice")
+        .args(["-n", "-19"])
+        .arg(taskset)
+        .args(["-c", "0"])
+        .arg(assert_cmd::cargo::cargo_bin("perflab"))
+        .args(["serve", "--hello", "--port", "0", "--workers", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start perflab serve under taskset");
+    let addr = common::listening_addr(&mut child);
+    (Killed(child), format!("http://{addr}/"))
+}
+
+/// Five searches against a one-CPU server, the generator on the other CPU: the knee's
+/// 95 % interval is within 10 % of its mean, and every step says its search. Steps at
+/// the default length (2 s): shorter ones let this shared machine's noise through. The SLO
+/// is on the median: above its capacity the server's queue grows through the step and
+/// the median with it, while the tail below capacity is this shared machine's
+/// scheduling (other builds on the same two CPUs), which a p99 bound would measure.
+#[test]
+fn five_searches_give_a_knee_with_a_tight_interval() {
+    if !require::programs(&["taskset", "nice"]) {
+        return;
+    }
+    let Some(taskset) = require::program("taskset") else {
+        return;
+    };
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert!(cpus >= 2, "needs two CPUs, has {cpus}");
+    let (_server, url) = pinned_server(&taskset);
+    let lab = Lab::new();
+    let started = Instant::now();
+    // The generator on CPU 1, one thread; bounded like every perflab the tests run.
+    // Both at nice -19: other work on this machine (builds beside the test) took the
+    // server's CPU for tens of seconds at a time, which moved its capacity threefold
+    // between one search and the next.
+    let out = assert_cmd::Command::new("nice")
+        .args(["-n", "-19"])
+        .arg(&taskset)
+        .args(["-c", "1"])
+        .arg(assert_cmd::cargo::cargo_bin("perflab"))
+        .current_dir(lab.dir.path())
+        .env("PERFLAB_STORE", lab.store())
+        .timeout(Duration::from_secs(400))
+        .arg("http")
+        .arg(&url)
+        .args([
+            "--find-max",
+            "--find-max-repetitions",
+            "5",
+            "--slo",
+            "p50<20ms",
+        ])
+        .args(["-t", "1", "--json"])
+        .output()
+        .expect("run perflab http");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let f = |k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k}: {}", v[k]));
+    let (mean, lo, hi) = (f("max_rate"), f("max_rate_ci_low"), f("max_rate_ci_high"));
+    let steps = v["steps"].as_array().expect("steps");
+    eprintln!(
+        "max_rate {mean:.0} req/s, 95 % CI {lo:.0}–{hi:.0} (± {:.1} %), broke_at {}, \
+         {} steps ({} retests), limit {}, {:.0} s",
+        50.0 * (hi - lo) / mean,
+        v["broke_at"],
+        steps.len(),
+        steps.iter().filter(|s| s["retest"] == true).count(),
+        v["limit"],
+        started.elapsed().as_secs_f64()
+    );
+    for k in 1..=5 {
+        let best = steps
+            .iter()
+            .filter(|s| s["repetition"] == k && s["passed"] == true)
+            .filter_map(|s| s["target"].as_f64())
+            .fold(f64::NAN, f64::max);
+        eprintln!("  search {k}: highest passing step {best:.0} req/s");
+        for s in steps
+            .iter()
+            .filter(|s| s["repetition"] == k && s["passed"] == false)
+        {
+            eprintln!(
+                "    broke at {}: {} req/s, p50 {} ms, error rate {}",
+                s["target"], s["rps"], s["latency_ms"]["p50"], s["error_rate"]
+            );
+        }
+        assert!(
+            steps.iter().any(|s| s["repetition"] == k),
+            "no step of search {k}"
+        );
+    }
+    assert_eq!(v["repetitions"], 5);
+    assert!(lo <= mean && mean <= hi, "{lo} {mean} {hi}");
+    assert!(
+        (hi - lo) / 2.0 <= 0.1 * mean,
+        "half-width over 10 %: {lo}–{hi}"
+    );
+}
+
+/// Bad values of the new flag and of the step length are refused, naming the flag.
+#[test]
+fn find_max_flags_refuse_bad_values() {
+    let lab = Lab::new();
+    for (args, needle) in [
+        (
+            vec!["--find-max-repetitions", "0"],
+            "--find-max-repetitions",
+        ),
+        (
+            vec!["--find-max-repetitions", "1000"],
+            "--find-max-repetitions",
+        ),
+        (
+            vec!["--find-max-repetitions", "many"],
+            "--find-max-repetitions",
+        ),
+        (vec!["--step-duration", "0s"], "--step-duration"),
+    ] {
+        let out = lab
+            .cmd()
+            .args([
+                "http",
+                "http://127.0.0.1:9/",
+                "--find-max",
+                "--slo",
+                "p99<20ms",
+            ])
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    let out = lab
+        .cmd()
+        .args(["http", "http://127.0.0.1:9/", "--find-max-repetitions", "3"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--find-max"), "{err}");
+}
