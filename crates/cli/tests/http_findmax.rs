@@ -42,8 +42,12 @@ fn generator_lateness_is_not_charged_to_the_server() {
 }
 
 /// A `perflab serve --hello --workers 1` pinned to CPU 0 at nice -19, on an
-/// OS-chosen port.
-fn pinned_server(taskset: &std::path::Path) -> (Killed, String) {
+/// OS-chosen port, sharing that CPU with a busy loop at the same priority (the second
+/// value): the scheduler gives each half of it, so the server has half a CPU, a fixed
+/// share that other work on the machine (at normal priority) hardly moves, and runs out
+/// well before the one-thread generator on the other CPU. Alone on its CPU, the server
+/// and the debug-build generator ran out together and the limit came out `generator`.
+fn pinned_server(taskset: &std::path::Path) -> (Killed, Killed, String) {
     let mut child = Command::new("nice")
         .args(["-n", "-19"])
         .arg(taskset)
@@ -55,7 +59,15 @@ fn pinned_server(taskset: &std::path::Path) -> (Killed, String) {
         .spawn()
         .expect("start perflab serve under taskset");
     let addr = common::listening_addr(&mut child);
-    (Killed(child), format!("http://{addr}/"))
+    let hog = Command::new("nice")
+        .args(["-n", "-19"])
+        .arg(taskset)
+        .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the busy loop");
+    (Killed(child), Killed(hog), format!("http://{addr}/"))
 }
 
 /// Five searches against a one-CPU server, the generator on the other CPU: the knee's
@@ -74,8 +86,8 @@ fn five_searches_give_a_knee_with_a_tight_interval() {
     };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     assert!(cpus >= 2, "needs two CPUs, has {cpus}");
-    let (_server, url) = pinned_server(&taskset);
     let lab = Lab::new();
+    let (_server, _hog, url) = pinned_server(&taskset);
     let started = Instant::now();
     // The generator on CPU 1, one thread; bounded like every perflab the tests run.
     // Both at nice -19: other work on this machine (builds beside the test) took the
@@ -142,6 +154,11 @@ fn five_searches_give_a_knee_with_a_tight_interval() {
     assert!(
         (hi - lo) / 2.0 <= 0.1 * mean,
         "half-width over 10 %: {lo}–{hi}"
+    );
+    assert_eq!(
+        v["limit"]["resource"], "service_cpu",
+        "the pinned one-worker server is what runs out: {}",
+        v["limit"]
     );
 }
 
