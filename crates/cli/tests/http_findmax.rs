@@ -206,3 +206,51 @@ fn find_max_flags_refuse_bad_values() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("--find-max"), "{err}");
 }
+
+/// A careless user's URL (here a page the server does not have: every answer a 404):
+/// the knee search stops at its first step instead of descending through ever longer
+/// steps and retests (it took over 400 s before this guard), runs no further search,
+/// and says why.
+#[test]
+fn a_url_that_always_fails_stops_the_search_at_once() {
+    let www = tempfile::tempdir().expect("an empty directory to serve");
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("perflab"))
+        .arg("serve")
+        .arg(www.path())
+        .args(["--port", "0", "--workers", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start perflab serve");
+    let addr = common::listening_addr(&mut child);
+    let _server = Killed(child);
+    let lab = Lab::new();
+    let started = Instant::now();
+    let out = lab
+        .cmd()
+        .timeout(Duration::from_secs(120))
+        .arg("http")
+        .arg(format!("http://{addr}/missing"))
+        .args(["--find-max", "--find-max-repetitions", "3"])
+        .args(["--slo", "p99<20ms", "--json"])
+        .output()
+        .expect("run perflab http");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let steps = v["steps"].as_array().expect("steps");
+    eprintln!(
+        "{} step(s) in {:.1} s",
+        steps.len(),
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(steps.len(), 1, "{}", v["steps"]);
+    assert!(v["max_rate"].is_null(), "{}", v["max_rate"]);
+    let warned = v["warnings"].as_array().expect("warnings").iter();
+    assert!(
+        warned.clone().any(|w| w
+            .as_str()
+            .is_some_and(|w| w.contains("every request of the last step failed"))),
+        "{}",
+        v["warnings"]
+    );
+    assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
+}

@@ -104,6 +104,7 @@ pub(crate) fn run(
         need,
         lengthened: 0,
         floor_hit: false,
+        dead: false,
     };
     let mut outcomes: Vec<Outcome> = Vec::new();
     for k in 1..=spec.find_max_repetitions.clamp(1, MAX_REPETITIONS) {
@@ -128,6 +129,9 @@ pub(crate) fn run(
         // A search cut short counts only when it is the only one.
         if !o.interrupted || outcomes.is_empty() {
             outcomes.push(o);
+        }
+        if r.dead && o.max_rate.is_none() {
+            break;
         }
     }
     let all: Vec<&PhaseResult> = r.total.iter().collect();
@@ -185,6 +189,13 @@ fn notes(r: &Runner<'_, '_, '_>, outcomes: &[Outcome], slo: &crate::slo::Slo) ->
             samples::MAX_STEP.as_secs(),
             r.need
         ));
+    }
+    if r.dead && outcomes.iter().all(|o| o.max_rate.is_none()) {
+        notes.push(
+            "every request of the last step failed: the knee search stopped there (no \
+             rate meets an SLO while every request fails; see error_kinds and status)"
+                .to_string(),
+        );
     }
     let failed = outcomes.iter().filter(|o| o.max_rate.is_none()).count();
     if failed > 0 && failed < outcomes.len() {

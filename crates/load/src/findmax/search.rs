@@ -46,6 +46,10 @@ pub(super) struct Runner<'s, 'c, 'o> {
     pub lengthened: u32,
     /// A search wanted a rate too low to judge within `samples::MAX_STEP`.
     pub floor_hit: bool,
+    /// The last step failed every request it made (a wrong URL, a 403, a refused
+    /// port): no rate will meet the SLO, so nothing is retested, the search does not
+    /// descend, and no further search runs.
+    pub dead: bool,
 }
 
 /// How one search climbs.
@@ -99,6 +103,7 @@ impl Runner<'_, '_, '_> {
         let r = Report::from_phases(&[&res], Mode::FindMax, phase.connections, phase.threads);
         let others = r.error_rate() <= self.spec.max_error_rate && r.rps >= MIN_ACHIEVED * rate;
         let v = judge(self.slo, &res.hist, others);
+        self.dead = r.error_rate() >= 1.0;
         let mut step = r.as_step(rate, Some(v.passed));
         step.repetition = Some(repetition);
         step.retest = retest;
@@ -116,6 +121,9 @@ impl Runner<'_, '_, '_> {
         let Some(first) = self.step(rate, repetition, false)? else {
             return Ok(None);
         };
+        if self.dead {
+            return Ok(Some(false));
+        }
         retested(first, || {
             if self.stopped() {
                 return Ok(None);
@@ -185,7 +193,7 @@ pub(super) fn search(r: &mut Runner<'_, '_, '_>, plan: &Plan) -> Result<Outcome,
             None => rate *= plan.factor,
         }
     }
-    if lo.is_none() && hi.is_some() {
+    if lo.is_none() && hi.is_some() && !r.dead {
         let mut x = rate / 2.0;
         for _ in 0..MAX_DESCEND {
             if r.stopped() {
@@ -196,6 +204,7 @@ pub(super) fn search(r: &mut Runner<'_, '_, '_>, plan: &Plan) -> Result<Outcome,
                     lo = Some(x);
                     break;
                 }
+                Some(false) if r.dead => break,
                 Some(false) => hi = Some(x),
                 None => break,
             }
