@@ -7,33 +7,10 @@
 mod common;
 use common::*;
 
-use std::net::{TcpListener, TcpStream};
-use std::time::Duration;
-
 /// nginx (one worker) serving a small page on a free port of 127.0.0.1; `None` where
 /// nginx is missing (a failure under `PERFLAB_REQUIRE`).
 fn nginx(lab: &Lab) -> Option<(Killed, String)> {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let dir = lab.dir.path();
-    let server = format!(
-        "server {{ listen 127.0.0.1:{port}; root {}/www; }}",
-        dir.display()
-    );
-    let child = start_nginx(dir, &server)?;
-    std::fs::write(dir.join("www/index.html"), "hello, world\n").unwrap();
-    assert!(
-        wait_until(Duration::from_secs(10), || TcpStream::connect((
-            "127.0.0.1",
-            port
-        ))
-        .is_ok()),
-        "nginx did not listen: {}",
-        std::fs::read_to_string(dir.join("error.log")).unwrap_or_default()
-    );
+    let (child, port) = common::nginx_page(lab.dir.path(), "hello, world\n")?;
     Some((child, format!("http://127.0.0.1:{port}/")))
 }
 

@@ -8,7 +8,7 @@ mod common;
 use common::*;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,28 +19,7 @@ const LOOP: &str = "ngx_process_events_and_timers";
 /// nginx (one process) serving [`BODY`] on an OS-chosen port; None where nginx is not
 /// installed (a failure under `PERFLAB_REQUIRE`).
 fn nginx(lab: &Lab) -> Option<(Killed, u16)> {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let dir = lab.dir.path();
-    let server = format!(
-        "server {{ listen 127.0.0.1:{port}; root {}/www; }}",
-        dir.display()
-    );
-    let child = start_nginx(dir, &server)?;
-    std::fs::write(dir.join("www/index.html"), BODY).unwrap();
-    assert!(
-        wait_until(Duration::from_secs(10), || TcpStream::connect((
-            "127.0.0.1",
-            port
-        ))
-        .is_ok()),
-        "nginx did not listen: {}",
-        std::fs::read_to_string(dir.join("error.log")).unwrap_or_default()
-    );
-    Some((child, port))
+    common::nginx_page(lab.dir.path(), BODY)
 }
 
 /// Keep-alive GETs on `connections` connections until `stop` or `limit`, each read

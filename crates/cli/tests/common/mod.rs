@@ -258,6 +258,34 @@ pub fn start_nginx(dir: &Path, http_extra: &str) -> Option<Killed> {
     Some(Killed(child))
 }
 
+/// nginx (one process, [`start_nginx`]) serving `body` as `/` on a free port of
+/// 127.0.0.1, once it accepts connections; `None` where nginx is missing (a failure
+/// under `PERFLAB_REQUIRE`).
+pub fn nginx_page(dir: &Path, body: &str) -> Option<(Killed, u16)> {
+    use std::net::{TcpListener, TcpStream};
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let server = format!(
+        "server {{ listen 127.0.0.1:{port}; root {}/www; }}",
+        dir.display()
+    );
+    let child = start_nginx(dir, &server)?;
+    std::fs::write(dir.join("www/index.html"), body).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(10), || TcpStream::connect((
+            "127.0.0.1",
+            port
+        ))
+        .is_ok()),
+        "nginx did not listen: {}",
+        std::fs::read_to_string(dir.join("error.log")).unwrap_or_default()
+    );
+    Some((child, port))
+}
+
 /// Reads `child`'s stderr on a thread and waits (at most `limit`, else kills it and
 /// panics) until a line contains `needle`: the rest of its lines, and what it said so
 /// far.
