@@ -17,7 +17,6 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::Context;
-use comfy_table::{Cell, CellAlignment, Table};
 use perflab_lab::single::OneTrial;
 use perflab_profile::{
     framepointers, CallGraphMode, JitInfo, Mode, OffCpuReport, Profile, ProfileError, Report,
@@ -37,7 +36,6 @@ use serde_json::{json, Value};
 
 use super::on_host::OnHost;
 use crate::exit::{self, InvalidInput};
-use crate::format::STYLE;
 use crate::Global;
 
 const PROFILE_HELP: &str = "\
@@ -586,7 +584,7 @@ fn show(
     if let Some(line) = r.recorded.and_then(ProfileDocument::call_graph_line) {
         println!("call graph {line}");
     }
-    print_report(r.event_note, r.report, opts);
+    super::profile_text::print_report(r.event_note, r.report, opts);
     if let Some((off, _)) = r.off_cpu {
         super::offcpu::print(off);
     }
@@ -599,54 +597,6 @@ fn show(
         super::profile_text::print_call_graph(cg);
     }
     Ok(())
-}
-
-fn print_report(event_note: Option<&str>, r: &Report, o: &ReportOptions) {
-    let note = event_note.map(|n| format!(" ({n})")).unwrap_or_default();
-    let mut filters = vec![format!("mode {}", r.mode.as_str())];
-    if !o.include_idle {
-        filters.push("idle excluded".into());
-    }
-    if let Some(c) = &o.comm {
-        filters.push(format!("comm {c}"));
-    }
-    if let Some(p) = o.pid {
-        filters.push(format!("pid {p}"));
-    }
-    println!(
-        "event {}{note} · {} samples · {}",
-        r.event,
-        r.samples,
-        filters.join(" · ")
-    );
-    println!(
-        "kernel {:.1}% · user {:.1}%   (rows under {}% of the total left out)",
-        r.kernel_pct, r.user_pct, r.threshold
-    );
-    let mut t = Table::new();
-    t.load_style(STYLE);
-    t.set_header(vec!["image / function", "samples", "% image", "% total"]);
-    let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
-    for img in &r.images {
-        t.add_row(vec![
-            Cell::new(&img.name),
-            right(img.samples.to_string()),
-            right(String::new()),
-            right(format!("{:.1}%", img.pct_total)),
-        ]);
-        for f in &img.functions {
-            t.add_row(vec![
-                Cell::new(format!("  {}", f.name)),
-                right(f.samples.to_string()),
-                right(format!("{:.1}%", f.pct_image)),
-                right(format!("{:.1}%", f.pct_total)),
-            ]);
-        }
-    }
-    println!("{t}");
-    if r.samples == 0 {
-        println!("(no samples passed the filters)");
-    }
 }
 
 /// `perflab profile report PERF_DATA|RUN`.

@@ -1,9 +1,10 @@
-//! The per-routine views of `perflab profile --routine NAME` as text: the routine's
-//! per-instruction shares and its callers and callees. Apart from `profile.rs`, which
-//! records and dispatches, because they are views of their own (one table each).
+//! The text views of `perflab profile`: the per-image / per-function report, and for
+//! `--routine NAME` the routine's per-instruction shares and its callers and callees.
+//! Apart from `profile.rs`, which records and dispatches, because they are views of
+//! their own (one table each).
 
 use comfy_table::{Cell, CellAlignment, Table};
-use perflab_profile::{CallGraph, RoutineView};
+use perflab_profile::{CallGraph, Report, ReportOptions, RoutineView};
 
 use crate::format::STYLE;
 
@@ -69,4 +70,54 @@ pub fn print_call_graph(cg: &CallGraph) {
     };
     list("callers", &cg.callers);
     list("callees", &cg.callees);
+}
+
+/// The ipreduce-style report: the event and filters, the kernel/user split, and a
+/// table of images with their functions.
+pub fn print_report(event_note: Option<&str>, r: &Report, o: &ReportOptions) {
+    let note = event_note.map(|n| format!(" ({n})")).unwrap_or_default();
+    let mut filters = vec![format!("mode {}", r.mode.as_str())];
+    if !o.include_idle {
+        filters.push("idle excluded".into());
+    }
+    if let Some(c) = &o.comm {
+        filters.push(format!("comm {c}"));
+    }
+    if let Some(p) = o.pid {
+        filters.push(format!("pid {p}"));
+    }
+    println!(
+        "event {}{note} · {} samples · {}",
+        r.event,
+        r.samples,
+        filters.join(" · ")
+    );
+    println!(
+        "kernel {:.1}% · user {:.1}%   (rows under {}% of the total left out)",
+        r.kernel_pct, r.user_pct, r.threshold
+    );
+    let mut t = Table::new();
+    t.load_style(STYLE);
+    t.set_header(vec!["image / function", "samples", "% image", "% total"]);
+    let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
+    for img in &r.images {
+        t.add_row(vec![
+            Cell::new(&img.name),
+            right(img.samples.to_string()),
+            right(String::new()),
+            right(format!("{:.1}%", img.pct_total)),
+        ]);
+        for f in &img.functions {
+            t.add_row(vec![
+                Cell::new(format!("  {}", f.name)),
+                right(f.samples.to_string()),
+                right(format!("{:.1}%", f.pct_image)),
+                right(format!("{:.1}%", f.pct_total)),
+            ]);
+        }
+    }
+    println!("{t}");
+    if r.samples == 0 {
+        println!("(no samples passed the filters)");
+    }
 }
