@@ -118,6 +118,7 @@
 //! Per-CPU figures, the 5- and 15-minute load averages, discard/flush figures and
 //! page-cache levels are kept as series only.
 
+pub mod cgroup_cpu;
 pub mod counter;
 pub mod cpu;
 pub mod disk;

@@ -10,7 +10,7 @@
 //! | # | resource | holds when | why that threshold |
 //! |---|---|---|---|
 //! | 1 | `generator` | its threads on a CPU ≥ 90 % of the step, or on a CPU plus runnable-but-waiting ≥ 90 % | 90 % is the load engine's own saturation mark (`perflab_load::SATURATION`); a worker sharing its CPU is on it only part of the time yet cannot go faster, so waiting counts as busy |
-//! | 2 | `service_cpu` | the service's threads on a CPU or waiting for one ≥ 90 % of its allowed CPUs (`Cpus_allowed_list`), or its busiest thread ≥ 90 % of the step | the same 90 %: a cpuset that full, or a single event loop that full, has no room left; the busiest-thread test catches a one-threaded server on a many-CPU host |
+//! | 2 | `service_cpu` | the service's threads on a CPU ≥ 90 % of its cgroup's CPU quota (when that is below its allowed CPUs), or on a CPU or waiting for one ≥ 90 % of its allowed CPUs (`Cpus_allowed_list`), or its busiest thread ≥ 90 % of the step | the same 90 %: a quota that used (a container's `--cpus`: its throttled time counts as waiting, so only time on a CPU is compared with it), a cpuset that full, or a single event loop that full, has no room left; the busiest-thread test catches a one-threaded server on a many-CPU host |
 //! | 3 | `cpu_pressure` | the service was runnable (on a CPU or waiting for one) ≥ 50 % of its allowed CPUs or its busiest thread ≥ 50 % of the step, and waited ≥ 25 % of that runnable time; with no service process found but a local target, PSI cpu `some` ≥ 50 % | a service runnable less than half the time it may have is not short of CPU: its waits are wake-up latency (a mostly idle server on a busy host); above that, a quarter of its runnable time queued is a service slowed by others, not by itself; PSI is host-wide, so without the service's own figures only a half-stalled host counts |
 //! | 4 | `listen_queue` | a local target, ≥ 10 listen-queue overflows (`TcpExt.ListenOverflows`) and ≥ 0.1 % of the step's requests | each overflow drops a SYN, which the client resends after 1 s: one in a thousand is enough to move a p99.9 and a tenth of what moves a p99; the floor of 10 ignores a stray burst |
 //! | 5 | `softirq` | a CPU ≥ 90 % busy with ≥ 30 % of its time in softirq | a CPU that full, a third of it in packet processing, is the nginx `__do_softirq` plateau; softirq load sits on one CPU while the average looks harmless |
@@ -24,7 +24,7 @@
 
 use perflab_load::{Limit, LimitResource};
 
-use super::facts::StepFacts;
+use super::facts::{ServiceFacts, StepFacts};
 
 /// The generator's saturation mark (busy, or busy plus waiting).
 pub const GENERATOR_BUSY: f64 = 0.9;
@@ -98,6 +98,9 @@ fn generator(f: &StepFacts) -> Option<Limit> {
 
 fn service_cpu(f: &StepFacts) -> Option<Limit> {
     let s = f.service.as_ref()?;
+    if let Some(l) = quota_used(f, s) {
+        return Some(l);
+    }
     let used = s.on_cpu + s.wait;
     let allowed = s.allowed_cpus.max(1) as f64;
     let cpus = if s.allowed_cpus == 1 { "CPU" } else { "CPUs" };
@@ -128,6 +131,32 @@ fn service_cpu(f: &StepFacts) -> Option<Limit> {
         );
     }
     None
+}
+
+/// A cgroup CPU quota below the CPUs the service may run on, and its time on a CPU
+/// ≥ 90 % of that quota. Only time on a CPU counts here: a throttled task stays
+/// runnable, so its run delay is the quota's doing, not other tasks'.
+fn quota_used(f: &StepFacts, s: &ServiceFacts) -> Option<Limit> {
+    let q = s.cpu_quota.filter(|q| *q < s.allowed_cpus.max(1) as f64)?;
+    if s.on_cpu < SERVICE_CPU * q {
+        return None;
+    }
+    let throttled = match s.throttled_periods {
+        Some((t, n)) if n > 0 => format!(
+            ", throttled in {} of {} periods",
+            thousands(t),
+            thousands(n)
+        ),
+        _ => String::new(),
+    };
+    limit(
+        LimitResource::ServiceCpu,
+        format!(
+            "service used {:.2} CPU of its cgroup CPU quota of {q:.2} at {}{throttled}",
+            s.on_cpu,
+            rate(f.rate)
+        ),
+    )
 }
 
 fn cpu_pressure(f: &StepFacts) -> Option<Limit> {
@@ -277,9 +306,12 @@ fn unknown(f: &StepFacts) -> Limit {
     )];
     match &f.service {
         Some(s) => seen.push(format!(
-            "service {:.2} of {} allowed CPUs",
+            "service {:.2} of {} allowed CPUs{}",
             s.on_cpu + s.wait,
-            s.allowed_cpus
+            s.allowed_cpus,
+            s.cpu_quota
+                .map(|q| format!(" (cgroup CPU quota {q:.2})"))
+                .unwrap_or_default()
         )),
         None if f.local => seen.push("no service process found".into()),
         None => seen.push("the target is not on this host".into()),

@@ -16,12 +16,14 @@
 //! - the service: every process that holds the listening socket of the target's
 //!   port (found through `/proc/net/tcp{,6}` inode → `/proc/*/fd`: a service's worker
 //!   processes hold it too), each thread's run delay (`/proc/PID/task/*/schedstat`) and
-//!   the union of their `Cpus_allowed_list`.
+//!   the union of their `Cpus_allowed_list`, and a CPU quota on their cgroup with its
+//!   throttling over the step (`perflab_telemetry::cgroup_cpu`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
+use perflab_telemetry::cgroup_cpu::{self, Throttling};
 use perflab_telemetry::pressure::{self, PressureSet};
 use perflab_telemetry::rundelay::{self, RunDelay};
 use perflab_telemetry::snapshot::{ReadSpec, Snapshot};
@@ -52,6 +54,14 @@ pub struct ServiceFacts {
     pub wait: f64,
     /// The busiest thread's share of wall time on a CPU or waiting for one.
     pub busiest_thread: f64,
+    /// A CPU bandwidth limit on their cgroup (a container's `--cpus`, systemd's
+    /// `CPUQuota=`), CPUs' worth; None when there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_quota: Option<f64>,
+    /// Of the cgroup's enforcement periods during the step, how many ran out of quota
+    /// (throttled, periods).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled_periods: Option<(u64, u64)>,
 }
 
 /// Stall shares of the step's wall time, from the PSI `total` counters.
@@ -124,6 +134,8 @@ pub struct Reading {
     pressure: Result<PressureSet, String>,
     /// (pid, tid) → figures, for the service's threads.
     threads: BTreeMap<(i32, i32), RunDelay>,
+    /// pid → its CPU cgroup's throttling counters, for the service's processes.
+    throttling: BTreeMap<i32, Throttling>,
 }
 
 /// The host probes a reading takes (the files of `cpu`, `memory`, `disk`, `net`).
@@ -140,9 +152,13 @@ impl Reading {
         };
         let host = Snapshot::read(&spec, 0.0, &mut notes);
         let mut threads = BTreeMap::new();
+        let mut throttling = BTreeMap::new();
         for &pid in pids {
             for (tid, d) in rundelay::read_threads(root, pid) {
                 threads.insert((pid, tid), d);
+            }
+            if let Some(t) = cgroup_cpu::read_throttling(root, pid) {
+                throttling.insert(pid, t);
             }
         }
         Reading {
@@ -150,6 +166,7 @@ impl Reading {
             host,
             pressure: pressure::read_pressure(root),
             threads,
+            throttling,
         }
     }
 }
@@ -300,12 +317,23 @@ fn service(
             0.0
         }
     };
+    // The service's quota: the first of its processes that has one (workers share
+    // their parent's cgroup), and that process's throttling over the step.
+    let quota = pids
+        .iter()
+        .find_map(|&p| cgroup_cpu::read_quota(root, p).map(|q| (p, q)));
+    let throttled_periods = quota.as_ref().and_then(|(p, _)| {
+        let d = after.throttling.get(p)?.since(before.throttling.get(p)?);
+        Some((d.throttled, d.periods))
+    });
     ServiceFacts {
         pids: pids.to_vec(),
         allowed_cpus: allowed.len(),
         on_cpu: per_s(sum.on_cpu_ns),
         wait: per_s(sum.wait_ns),
         busiest_thread: per_s(busiest),
+        cpu_quota: quota.map(|(_, q)| q.cpus),
+        throttled_periods,
     }
 }
 

@@ -26,6 +26,8 @@ fn quiet() -> StepFacts {
             on_cpu: 0.6,
             wait: 0.02,
             busiest_thread: 0.5,
+            cpu_quota: None,
+            throttled_periods: None,
         }),
         pressure: Some(PsiShares {
             cpu_some: 0.35,
@@ -112,6 +114,42 @@ fn a_service_at_its_cpuset_is_service_cpu() {
     // Under the mark: not.
     f.service.as_mut().unwrap().on_cpu = 0.8;
     assert_ne!(named(&f).0, LimitResource::ServiceCpu);
+}
+
+#[test]
+fn a_service_at_its_cgroup_quota_is_service_cpu_with_the_quota_named() {
+    // Capped at 0.15 CPU on one allowed CPU: on a CPU 0.145, throttled the rest of the
+    // time it was runnable (counted by the scheduler as waiting).
+    let mut f = quiet();
+    f.rate = 15_200.0;
+    let s = f.service.as_mut().unwrap();
+    (s.allowed_cpus, s.on_cpu, s.wait, s.busiest_thread) = (1, 0.145, 0.84, 0.985);
+    s.cpu_quota = Some(0.15);
+    s.throttled_periods = Some((190, 200));
+    let (r, e) = named(&f);
+    assert_eq!(r, LimitResource::ServiceCpu);
+    assert_eq!(
+        e,
+        "service used 0.14 CPU of its cgroup CPU quota of 0.15 at 15,200 req/s, \
+         throttled in 190 of 200 periods"
+    );
+    // Without the quota the same figures read as waiting for a CPU.
+    let mut g = f.clone();
+    g.service.as_mut().unwrap().cpu_quota = None;
+    assert!(named(&g).1.contains("waiting for a CPU"), "{}", named(&g).1);
+    // A quota of more CPUs than the service may use is not its limit; nor one it is
+    // far from using (on a CPU 0.05 of 0.15: the other rules decide).
+    let s = f.service.as_mut().unwrap();
+    (s.cpu_quota, s.wait, s.busiest_thread) = (Some(4.0), 0.0, 0.2);
+    assert_eq!(named(&f).0, LimitResource::Unknown);
+    let s = f.service.as_mut().unwrap();
+    (s.cpu_quota, s.on_cpu) = (Some(0.15), 0.05);
+    assert_eq!(named(&f).0, LimitResource::Unknown);
+    assert!(
+        named(&f).1.contains("cgroup CPU quota 0.15"),
+        "{}",
+        named(&f).1
+    );
 }
 
 #[test]
