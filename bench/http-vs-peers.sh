@@ -30,6 +30,9 @@
 #        PEERS="wrk ab" (a subset of the peers; wrk:N and h2load:N run them with N
 #        threads instead of 2: PEERS="wrk wrk:1 ab h2load h2load:1" gives every
 #        multi-threaded peer its one-thread setting too),
+#        NGINX_WORKERS (2: nginx's worker_processes), SERVER_CPUS / CLIENT_CPUS (a CPU
+#        list for taskset: nginx, and every tool, pinned there; default unpinned) — for
+#        a machine with more cores: does the default still scale?
 #        HTTP2=1 (the h2 row: nginx speaks h2c on the port — `listen ... http2` — and
 #        perflab --http2 -t 1 runs against h2load -t 1 with the same connections and
 #        STREAMS concurrent streams each (default 10), oha --http2 too when installed;
@@ -100,7 +103,7 @@ mkdir -p "$WORK/www" "$WORK/tmp"
 chmod 755 "$WORK" "$WORK/www"  # nginx workers run as an unprivileged user
 printf 'hello, world\n' > "$WORK/www/index.html"
 cat > "$WORK/nginx.conf" <<CONF
-worker_processes 2;
+worker_processes ${NGINX_WORKERS:-2};
 daemon off;
 master_process on;
 pid $WORK/nginx.pid;
@@ -122,7 +125,9 @@ http {
   }
 }
 CONF
-"$NGINX" -p "$WORK" -c "$WORK/nginx.conf" &
+SERVER_PIN=(); [[ -n "${SERVER_CPUS:-}" ]] && SERVER_PIN=(taskset -c "$SERVER_CPUS")
+CLIENT_PIN=(); [[ -n "${CLIENT_CPUS:-}" ]] && CLIENT_PIN=(taskset -c "$CLIENT_CPUS")
+"${SERVER_PIN[@]}" "$NGINX" -p "$WORK" -c "$WORK/nginx.conf" &
 NGINX_PID=$!
 URL="http://127.0.0.1:$PORT/"
 for _ in $(seq 100); do
@@ -170,15 +175,15 @@ run_tool() {
       IFS=: read -r _ io threads <<<"$tool"
       [[ -n "$threads" && $threads != default ]] && args+=(-t "$threads")
       [[ -n "$H2" ]] && args+=(--http2 --streams "$STREAMS")
-      /usr/bin/time -f '%U %S' -o "$tm" "$PERFLAB" http -q -c "$CONNS" "${args[@]}" --io "$io" -d "${SECS}s" --json "$URL" >"$out" ;;
-    wrk | wrk:*) /usr/bin/time -f '%U %S' -o "$tm" wrk -t "$(threads_of "$tool" 2)" -c "$CONNS" -d "${SECS}s" "$URL" >"$out" ;;
-    ab) /usr/bin/time -f '%U %S' -o "$tm" ab -q -k -c "$CONNS" -t "$SECS" -n 100000000 "$URL" >"$out" 2>&1 ;;
+      /usr/bin/time -f '%U %S' -o "$tm" "${CLIENT_PIN[@]}" "$PERFLAB" http -q -c "$CONNS" "${args[@]}" --io "$io" -d "${SECS}s" --json "$URL" >"$out" ;;
+    wrk | wrk:*) /usr/bin/time -f '%U %S' -o "$tm" "${CLIENT_PIN[@]}" wrk -t "$(threads_of "$tool" 2)" -c "$CONNS" -d "${SECS}s" "$URL" >"$out" ;;
+    ab) /usr/bin/time -f '%U %S' -o "$tm" "${CLIENT_PIN[@]}" ab -q -k -c "$CONNS" -t "$SECS" -n 100000000 "$URL" >"$out" 2>&1 ;;
     h2load | h2load:*)
       local proto=(--h1); [[ -n "$H2" ]] && proto=(-m "$STREAMS")
-      /usr/bin/time -f '%U %S' -o "$tm" h2load "${proto[@]}" -c "$CONNS" -t "$(threads_of "$tool" 2)" -D "$SECS" "$URL" >"$out" ;;
+      /usr/bin/time -f '%U %S' -o "$tm" "${CLIENT_PIN[@]}" h2load "${proto[@]}" -c "$CONNS" -t "$(threads_of "$tool" 2)" -D "$SECS" "$URL" >"$out" ;;
     oha)
       local proto=(); [[ -n "$H2" ]] && proto=(--http2 -p "$STREAMS")
-      /usr/bin/time -f '%U %S' -o "$tm" oha --no-tui "${proto[@]}" -c "$CONNS" -z "${SECS}s" --output-format json "$URL" >"$out" ;;
+      /usr/bin/time -f '%U %S' -o "$tm" "${CLIENT_PIN[@]}" oha --no-tui "${proto[@]}" -c "$CONNS" -z "${SECS}s" --output-format json "$URL" >"$out" ;;
   esac
   python3 - "$tool" "$out" "$tm" <<'PY'
 import json, re, sys
@@ -219,9 +224,11 @@ for round in $(seq "$ROUNDS"); do
   done
 done
 
-python3 - "$RESULTS" "$CONNS" "$ROUNDS" "$SECS" "$H2" "$STREAMS" <<'PY'
+python3 - "$RESULTS" "$CONNS" "$ROUNDS" "$SECS" "$H2" "$STREAMS" "${NGINX_WORKERS:-2}" \
+  "${SERVER_CPUS:-}" "${CLIENT_CPUS:-}" <<'PY'
 import statistics, sys
-path, conns, rounds, secs, h2, streams = sys.argv[1:]
+path, conns, rounds, secs, h2, streams, workers, scpu, ccpu = sys.argv[1:]
+pins = (f", nginx on CPUs {scpu}" if scpu else "") + (f", tools on CPUs {ccpu}" if ccpu else "")
 rows = {}
 for line in open(path):
     tool, n, cpu, rps, inflight = line.split()
@@ -233,7 +240,7 @@ for tool, rs in rows.items():
     med[tool] = (rps, cpu100k)
 inflight = {t: statistics.median(r[3] for r in rs) for t, rs in rows.items()}
 proto = f"h2c, {streams} streams per connection, " if h2 else ""
-print(f"nginx hello page, {proto}{conns} connections, {rounds} alternating rounds of {secs} s (medians)")
+print(f"nginx hello page ({workers} workers{pins}), {proto}{conns} connections, {rounds} alternating rounds of {secs} s (medians)")
 print(f"{'tool':<20}{'req/s':>12}{'CPU-s/100k':>12}{'in flight':>11}")
 for tool, (rps, cpu) in sorted(med.items(), key=lambda kv: -kv[1][0]):
     print(f"{tool:<20}{rps:>12.0f}{cpu:>12.3f}{inflight[tool]:>11.2f}")
