@@ -94,6 +94,9 @@ impl QuotaGroup {
                 vec![("cpu.max", format!("{quota_us} {period_us}"))],
             )
         };
+        if let Some(parent) = dir.parent() {
+            remove_abandoned_groups(parent);
+        }
         std::fs::create_dir(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
         let group = QuotaGroup(dir);
         for (file, value) in files {
@@ -102,6 +105,28 @@ impl QuotaGroup {
                 .map_err(|e| format!("cannot write {value} to {}: {e}", path.display()))?;
         }
         Ok(group)
+    }
+}
+
+/// Groups an earlier run of this test left when it was killed (`perflab-test-PID` whose
+/// PID is gone). rmdir refuses a group that still holds a process, so a server that
+/// outlived its test keeps its group until it ends.
+fn remove_abandoned_groups(parent: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("perflab-test-"))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir(e.path());
+        }
     }
 }
 

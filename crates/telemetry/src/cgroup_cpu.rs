@@ -61,8 +61,10 @@ fn cgroup_dir(root: &Path, pid: i32) -> Option<(PathBuf, PathBuf, bool)> {
     let mounts = std::fs::read_to_string(root.join("self/mountinfo")).ok()?;
     let (v2, path) = cpu_cgroup_path(&cg)?;
     let (mount_root, mount_point) = cpu_mount(&mounts, v2)?;
-    let rel = path.strip_prefix(mount_root.as_str()).unwrap_or(&path);
-    let dir = Path::new(&mount_point).join(rel.trim_start_matches('/'));
+    // Component by component: /kubepods/pod10 is not under a mount of /kubepods/pod1,
+    // and a cgroup outside the mount's root cannot be read through it.
+    let rel = Path::new(&path).strip_prefix(&mount_root).ok()?;
+    let dir = Path::new(&mount_point).join(rel);
     Some((dir, PathBuf::from(mount_point), v2))
 }
 

@@ -124,3 +124,20 @@ fn a_mount_inside_the_hierarchy_and_escaped_names() {
     assert_eq!(cpu_cgroup_path("0::/y\n"), Some((true, "/y".to_string())));
     assert_eq!(parse_cpu_max("50000"), Some((50_000, 100_000)));
 }
+
+#[test]
+fn a_cgroup_outside_the_mounts_root_is_not_read_through_it() {
+    // The mount shows /kubepods/pod1; the process is in /kubepods/pod10/c1, which only
+    // shares a string prefix with it: its files are not under this mount at all.
+    let mi = "30 25 0:27 /kubepods/pod1 {M} rw - cgroup cgroup rw,cpu\n";
+    let f = Fake::new("sibling", "3:cpu:/kubepods/pod10/c1\n", mi);
+    // What a string-prefix strip would have read: {M}/0/c1.
+    f.write("0/c1/cpu.cfs_quota_us", "10000\n");
+    f.write("0/c1/cpu.cfs_period_us", "100000\n");
+    f.write(
+        "0/c1/cpu.stat",
+        "nr_periods 1\nnr_throttled 1\nthrottled_time 5\n",
+    );
+    assert_eq!(read_quota(&f.proc(), 42), None);
+    assert_eq!(read_throttling(&f.proc(), 42), None);
+}
