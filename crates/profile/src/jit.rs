@@ -311,7 +311,12 @@ pub fn keep_maps(samples: &[Sample], claim: &Claim, dir: &Path) -> JitInfo {
     let registered = take_started(&pids);
     let mut info = JitInfo::default();
     if claim.all_ours {
-        info = command_flags();
+        // The flags went to every process of the command through its environment;
+        // only a runtime that ran is said to have had them.
+        let ran = runtimes_seen(samples);
+        let given = command_flags();
+        info.java = given.java.filter(|_| ran.contains(&Runtime::Java));
+        info.node = given.node.filter(|_| ran.contains(&Runtime::Node));
     }
     for rt in registered.values() {
         match rt {
@@ -341,6 +346,26 @@ pub fn keep_maps(samples: &[Sample], claim: &Claim, dir: &Path) -> JitInfo {
         }
     }
     info
+}
+
+/// The runtimes whose code the samples show: a JVM (its `libjvm.so`, or a thread named
+/// `java`) or Node (its binary `node`/`nodejs`, or a thread named `node`).
+fn runtimes_seen(samples: &[Sample]) -> BTreeSet<Runtime> {
+    let mut seen = BTreeSet::new();
+    for s in samples {
+        let image = |f: &crate::script::Frame| {
+            let d = f.dso.as_str();
+            d.rsplit('/').next().unwrap_or(d).to_string()
+        };
+        if s.comm == "java" || s.frames.iter().any(|f| image(f) == "libjvm.so") {
+            seen.insert(Runtime::Java);
+        }
+        let node = |n: &str| n == "node" || n == "nodejs";
+        if node(&s.comm) || s.frames.iter().any(|f| node(&image(f))) {
+            seen.insert(Runtime::Node);
+        }
+    }
+    seen
 }
 
 /// The JIT step of one recording, held by [`crate::Running`]: what it targets and
