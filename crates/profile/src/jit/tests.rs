@@ -180,3 +180,41 @@ fn a_map_older_than_the_recording_is_not_taken_for_perflabs() {
     assert!(left, "a stale map stays in /tmp");
     assert!(dir.path().join(format!("perf-{stale}.map")).exists());
 }
+
+/// A command under perf had both runtimes' flags in its environment, but the header
+/// names only a runtime that ran: a C program's profile says nothing of Java or Node.
+#[test]
+fn only_a_runtime_that_ran_is_said_to_have_had_the_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let claim = Claim {
+        all_ours: true,
+        dumped: None,
+        since: SystemTime::now(),
+    };
+    let sample = |comm: &str, dso: &str| Sample {
+        comm: comm.into(),
+        pid: 4_000_010,
+        tid: 4_000_010,
+        cpu: None,
+        time: None,
+        event: "cpu-clock".into(),
+        trace: None,
+        frames: vec![Frame {
+            ip: 0x1010,
+            sym: None,
+            dso: dso.into(),
+            offset: None,
+        }],
+    };
+    let c = keep_maps(&[sample("spin", "/usr/bin/spin")], &claim, dir.path());
+    assert_eq!((c.java.as_deref(), c.node.as_deref()), (None, None));
+    assert_eq!(c.header(), None, "a C program's profile has no jit line");
+    let jvm = sample(
+        "C2 CompilerThre",
+        "/usr/lib/jvm/java-17/lib/server/libjvm.so",
+    );
+    let j = keep_maps(&[sample("sh", "/usr/bin/dash"), jvm], &claim, dir.path());
+    assert_eq!((j.java.as_deref(), j.node), (Some(JAVA_FLAGS), None));
+    let n = keep_maps(&[sample("node", "/usr/bin/node")], &claim, dir.path());
+    assert_eq!((n.java, n.node.as_deref()), (None, Some(NODE_FLAGS)));
+}
