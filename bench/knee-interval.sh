@@ -14,6 +14,9 @@
 #
 # Needs root (a cgroup under /sys/fs/cgroup/cpu, v1, or /sys/fs/cgroup, v2), taskset,
 # two CPUs. Settings (environment): RUNS=3 QUOTA_US=1500 PERIOD_US=10000 SLO='p50<20ms'
+#                                   STEPS='2s' (a list: runs alternate among the step lengths)
+#                                   PRECISION=10% (add searches until the interval is within
+#                                   it: --find-max-precision; unset: five searches)
 #                                   PERFLAB=path (use that binary; else a release build)
 set -euo pipefail
 
@@ -21,6 +24,9 @@ RUNS=${RUNS:-3}
 QUOTA_US=${QUOTA_US:-1500}
 PERIOD_US=${PERIOD_US:-10000}
 SLO=${SLO:-p50<20ms}
+read -r -a STEPS <<< "${STEPS:-2s}"
+EXTRA=()
+[ -n "${PRECISION:-}" ] && EXTRA=(--find-max-precision "$PRECISION")
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 say() { printf '%s\n' "$*" >&2; }
 
@@ -64,30 +70,38 @@ URL=$(grep -o 'http://[0-9.:]*' "$WORK/serve.out" | head -1)/
 [ "$URL" != / ] || { say "the server did not start"; exit 1; }
 say "server $URL (pid $SERVER) held to $QUOTA_US of every $PERIOD_US us of CPU 0; $RUNS runs"
 
-held=0
+declare -A held=() runs=()
 for run in $(seq "$RUNS"); do
+  for step in "${STEPS[@]}"; do
     start=$(date +%s)
     PERFLAB_STORE="$WORK/store.db" taskset -c 1 "$PL" http "$URL" --find-max \
-        --find-max-repetitions 5 --slo "$SLO" -t 1 --json > "$WORK/out.json"
+        --find-max-repetitions 5 --step-duration "$step" "${EXTRA[@]}" --slo "$SLO" -t 1 --json > "$WORK/out.json"
     secs=$(( $(date +%s) - start ))
-    line=$(python3 - "$WORK/out.json" "$run" "$secs" <<'PY'
+    line=$(python3 - "$WORK/out.json" "$run" "$secs" "$step" <<'PY'
 import itertools, json, sys
 v = json.load(open(sys.argv[1]))
 m, lo, hi = v["max_rate"], v["max_rate_ci_low"], v["max_rate_ci_high"]
 knees = []
-for k in range(1, 6):
+for k in range(1, v["repetitions"] + 1):
     tries = sorted((s["target"], s["passed"]) for s in v["steps"] if s["repetition"] == k)
     ok = [t for t, g in itertools.groupby(tries, key=lambda x: x[0])
           for g in [list(g)] if 2 * sum(1 for x in g if x[1]) > len(g)]
     knees.append(max(ok) if ok else float("nan"))
 half = 50 * (hi - lo) / m
-print(f"{half:.1f}\trun {sys.argv[2]}: max_rate {m:,.0f} req/s, 95 % CI {lo:,.0f}-{hi:,.0f} "
+level = round(100 * v.get("max_rate_ci_level", 0.95))
+print(f"{half:.1f}\trun {sys.argv[2]}, steps of {sys.argv[4]}: max_rate {m:,.0f} req/s, {level} % CI {lo:,.0f}-{hi:,.0f} "
       f"(half-width {half:.1f} %), knees {', '.join(f'{k:,.0f}' for k in knees)}, "
       f"limit {v['limit']['resource']}, {sys.argv[3]} s\n    {v['limit']['evidence']}")
 PY
 )
     half=${line%%$'\t'*}
     printf '%s\n' "${line#*$'\t'}"
-    python3 -c "import sys; sys.exit(0 if float('$half') <= 10 else 1)" && held=$((held + 1))
+    runs[$step]=$(( ${runs[$step]:-0} + 1 ))
+    python3 -c "import sys; sys.exit(0 if float('$half') <= 10 else 1)" \
+        && held[$step]=$(( ${held[$step]:-0} + 1 ))
+  done
 done
-printf 'half-width <= 10 %% of the mean in %d of %d runs\n' "$held" "$RUNS"
+for step in "${STEPS[@]}"; do
+    printf 'steps of %s: half-width <= 10 %% of the mean in %d of %d runs\n' \
+        "$step" "${held[$step]:-0}" "${runs[$step]}"
+done

@@ -43,6 +43,7 @@ pub(crate) struct RawSpec {
     step_duration: Option<Number>,
     find_max: Option<bool>,
     find_max_repetitions: Option<u32>,
+    find_max_precision: Option<Number>,
     slo: Option<String>,
     #[serde(default)]
     thresholds: Vec<String>,
@@ -130,6 +131,10 @@ impl TryFrom<RawSpec> for LoadSpec {
             step_duration: dur("step_duration", &r.step_duration)?,
             find_max: r.find_max.unwrap_or(false),
             find_max_repetitions: r.find_max_repetitions.unwrap_or(d.find_max_repetitions),
+            find_max_precision: r
+                .find_max_precision
+                .map(|v| parse_fraction("find_max_precision", &v.text()))
+                .transpose()?,
             slo: r.slo.map(|s| Slo::parse(&s)).transpose()?,
             thresholds: r
                 .thresholds

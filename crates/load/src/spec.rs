@@ -121,6 +121,10 @@ pub struct LoadSpec {
     /// How many times the knee search runs (default 1); `max_rate` is then their mean
     /// with a 95 % confidence interval.
     pub find_max_repetitions: u32,
+    /// Add knee searches after `find_max_repetitions` (the minimum), up to
+    /// [`crate::findmax::MAX_FACTOR`] times as many, until `max_rate`'s interval is
+    /// within this fraction of it (0.10: ±10 %).
+    pub find_max_precision: Option<f64>,
     /// The SLO of the knee search.
     pub slo: Option<Slo>,
     /// Pass/fail thresholds judged on the finished run (`p99<20ms`, `rps>5000`).
@@ -210,6 +214,7 @@ impl Default for LoadSpec {
             step_duration: None,
             find_max: false,
             find_max_repetitions: 1,
+            find_max_precision: None,
             slo: None,
             thresholds: Vec::new(),
             unix_socket: None,

@@ -297,19 +297,35 @@ fn limit_line(s: &mut String, r: &Report) {
     }
 }
 
-/// `22,400 ± 1,100 req/s under p99<20ms (5 searches, 95 % CI 21,300–23,500)`, or for
-/// one search `22400.0 req/s meets the SLO`.
+/// `22,400 ± 1,100 req/s under p99<20ms (5 searches, 95 % CI 21,300–23,500)`; with a
+/// precision target `(7 searches until within ±10 %; CI … at 97 %, …)`; for one search
+/// `22400.0 req/s meets the SLO`.
 pub fn max_rate_line(r: &Report) -> String {
     let slo = r.slo.as_deref().unwrap_or("the SLO");
+    let n = r.repetitions.unwrap_or(0);
     match (r.max_rate, r.max_rate_ci_low, r.max_rate_ci_high) {
-        (Some(m), Some(lo), Some(hi)) => format!(
-            "{} ± {} req/s under {slo} ({} searches, 95 % CI {}–{})",
-            grouped(m),
-            grouped((hi - lo) / 2.0),
-            r.repetitions.unwrap_or(0),
-            grouped(lo),
-            grouped(hi)
-        ),
+        (Some(m), Some(lo), Some(hi)) => {
+            let how =
+                match (r.max_rate_precision, r.max_rate_precision_met) {
+                    (Some(p), Some(met)) => {
+                        format!(
+                    "{n} searches {} ±{:.0} %; CI {}–{} at {:.0} %, which covers 95 % when \
+                     searches stop on it",
+                    if met { "until within" } else { "without reaching" },
+                    p * 100.0,
+                    grouped(lo),
+                    grouped(hi),
+                    100.0 * r.max_rate_ci_level.unwrap_or(0.95)
+                )
+                    }
+                    _ => format!("{n} searches, 95 % CI {}–{}", grouped(lo), grouped(hi)),
+                };
+            format!(
+                "{} ± {} req/s under {slo} ({how})",
+                grouped(m),
+                grouped((hi - lo) / 2.0)
+            )
+        }
         (Some(m), _, _) => format!("{m:.1} req/s meets the SLO"),
         (None, _, _) => "no rate tried met the SLO".to_string(),
     }
@@ -388,6 +404,17 @@ mod tests {
             max_rate_line(&r),
             "22,400 ± 1,100 req/s under p99<20ms (5 searches, 95 % CI 21,300–23,500)"
         );
+        r.max_rate_precision = Some(0.1);
+        r.max_rate_precision_met = Some(true);
+        r.max_rate_ci_level = Some(0.97);
+        r.repetitions = Some(7);
+        assert_eq!(
+            max_rate_line(&r),
+            "22,400 ± 1,100 req/s under p99<20ms (7 searches until within ±10 %; CI \
+             21,300–23,500 at 97 %, which covers 95 % when searches stop on it)"
+        );
+        r.max_rate_precision_met = Some(false);
+        assert!(max_rate_line(&r).contains("(7 searches without reaching ±10 %; CI"));
         assert_eq!(grouped(999.6), "1,000");
         assert_eq!(grouped(1_234_567.0), "1,234,567");
         assert_eq!(grouped(12.0), "12");

@@ -70,7 +70,7 @@ pub use paired::{paired_log_ratio, Paired};
 pub use ratio::{fieller_ratio_ci, CiMethod, RatioCi};
 pub use rng::DEFAULT_SEED;
 pub use sequential::{Decision, SequentialDesign, MAX_LOOKS, T_CALIBRATION};
-pub use summary::{precision_reached, summarize, Summary};
+pub use summary::{precision_reached, summarize, Summary, STOP_ON_PRECISION_CONFIDENCE};
 pub use tdist::{normal_quantile, normal_sf, t_quantile, t_sf, t_two_sided_p};
 pub use ttest::{welch_satterthwaite_df, welch_t_test, WelchResult};
 pub use wilcoxon::{wilcoxon_signed_rank, WilcoxonMethod, WilcoxonResult};

@@ -128,6 +128,12 @@ pub struct HttpArgs {
     #[arg(long, value_name = "N")]
     pub find_max_repetitions: Option<u32>,
 
+    /// Add --find-max searches until max_rate's interval is within this share of it,
+    /// e.g. 10%: from --find-max-repetitions searches (at least 5) to 4 times as many.
+    /// The interval is then computed at 97 %, so that stopping on it still covers 95 %.
+    #[arg(long, value_name = "PCT")]
+    pub find_max_precision: Option<String>,
+
     /// Objective for --find-max, e.g. 'p99<20ms' or 'p50<5ms,p99.9<50ms'.
     #[arg(long, value_name = "SLO")]
     pub slo: Option<String>,
@@ -328,6 +334,11 @@ pub fn spec_from_args(a: &HttpArgs) -> Result<LoadSpec, SpecError> {
         step_duration: dur("step_duration", &a.step_duration)?,
         find_max: a.find_max,
         find_max_repetitions: a.find_max_repetitions.unwrap_or(1),
+        find_max_precision: a
+            .find_max_precision
+            .as_deref()
+            .map(|p| parse_fraction("find_max_precision", p))
+            .transpose()?,
         slo: a.slo.as_deref().map(Slo::parse).transpose()?,
         thresholds: a
             .thresholds
@@ -520,6 +531,7 @@ fn options_from_args(a: &HttpArgs) -> serde_json::Value {
     put("step_duration", json!(a.step_duration));
     put("find_max", json!(a.find_max));
     put("find_max_repetitions", json!(a.find_max_repetitions));
+    put("find_max_precision", json!(a.find_max_precision));
     put("slo", json!(a.slo));
     put("thresholds", json!(a.thresholds));
     put("unix_socket", json!(a.unix_socket));
