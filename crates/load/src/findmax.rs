@@ -168,6 +168,8 @@ pub(crate) fn run(
     conclude(&mut report, &outcomes, spec.find_max_precision);
     report.warnings.extend(notes(&r, &outcomes, slo));
     report.warnings.extend(precision_note(&report));
+    let knees: Vec<f64> = outcomes.iter().filter_map(|o| o.max_rate).collect();
+    report.warnings.extend(drift_note(&knees));
     Ok(report)
 }
 
@@ -194,6 +196,48 @@ fn precise(spec: &LoadSpec, outcomes: &[Outcome]) -> bool {
     knees.len() >= 2
         && perflab_stats::summarize(&knees, perflab_stats::STOP_ON_PRECISION_CONFIDENCE)
             .is_ok_and(|s| perflab_stats::precision_reached(&s, target))
+}
+
+/// Below this two-sided p of the knees' trend over the searches, the run says the knee
+/// moved while it was measured (1 %: one run in a hundred of a steady server says so).
+const DRIFT_P: f64 = 0.01;
+
+/// The knees trending with the search's order (least-squares slope over 1..=n, its t
+/// test on n − 2 degrees of freedom): the server's capacity changed during the run, so
+/// the interval is about its average over the run, not about one steady capacity.
+fn drift_note(knees: &[f64]) -> Option<String> {
+    let n = knees.len();
+    if n < 5 {
+        return None;
+    }
+    let nf = n as f64;
+    let xm = (nf + 1.0) / 2.0;
+    let ym = knees.iter().sum::<f64>() / nf;
+    let sxx: f64 = (1..=n).map(|i| (i as f64 - xm).powi(2)).sum();
+    let sxy: f64 = knees
+        .iter()
+        .enumerate()
+        .map(|(i, y)| (i as f64 + 1.0 - xm) * (y - ym))
+        .sum();
+    let slope = sxy / sxx;
+    let resid: f64 = knees
+        .iter()
+        .enumerate()
+        .map(|(i, y)| (y - ym - slope * (i as f64 + 1.0 - xm)).powi(2))
+        .sum();
+    let se = (resid / (nf - 2.0) / sxx).sqrt();
+    let p = perflab_stats::t_two_sided_p(slope / se, nf - 2.0);
+    if p.is_nan() || p >= DRIFT_P {
+        return None;
+    }
+    let at = |i: f64| ym + slope * (i - xm);
+    Some(format!(
+        "the knee moved while it was measured: from about {:.0} req/s in the first search \
+         to {:.0} in the last (trend over the {n} searches, p = {p:.1e}); the server's \
+         capacity changed during the run, and max_rate's interval is about its average",
+        at(1.0),
+        at(nf)
+    ))
 }
 
 /// A precision target the searches did not reach, in words.
