@@ -167,7 +167,7 @@ pub(crate) fn run(
     report.slo = Some(slo.to_string());
     conclude(&mut report, &outcomes, spec.find_max_precision);
     report.warnings.extend(notes(&r, &outcomes, slo));
-    report.warnings.extend(precision_note(&report));
+    report.warnings.extend(precision_note(&report, r.stopped()));
     let knees: Vec<f64> = outcomes.iter().filter_map(|o| o.max_rate).collect();
     report.warnings.extend(drift_note(&knees));
     Ok(report)
@@ -240,8 +240,9 @@ fn drift_note(knees: &[f64]) -> Option<String> {
     ))
 }
 
-/// A precision target the searches did not reach, in words.
-fn precision_note(r: &Report) -> Option<String> {
+/// A precision target the searches did not reach, in words: interrupted, or the cap
+/// came first.
+fn precision_note(r: &Report, interrupted: bool) -> Option<String> {
     let (Some(target), Some(false)) = (r.max_rate_precision, r.max_rate_precision_met) else {
         return None;
     };
@@ -249,10 +250,15 @@ fn precision_note(r: &Report) -> Option<String> {
         (Some(m), Some(lo), Some(hi)) => format!("±{:.1} %", 50.0 * (hi - lo) / m),
         _ => "undefined".to_string(),
     };
+    let why = if interrupted {
+        "the run was interrupted before it got there"
+    } else {
+        "the knee moved between searches more than the target allows (see steps); ask \
+         for more first searches (--find-max-repetitions) or a wider target"
+    };
     Some(format!(
         "max_rate's interval is {half} after {} searches, short of the ±{:.1} % asked: \
-         the knee moved between searches more than the target allows (see steps); ask \
-         for more first searches (--find-max-repetitions) or a wider target",
+         {why}",
         r.repetitions.unwrap_or(0),
         target * 100.0
     ))

@@ -562,6 +562,19 @@ fn target_reports(totals: &Totals, per_sec: impl Fn(f64) -> f64) -> Vec<TargetRe
         .collect()
 }
 
+/// A find-max report of no requests, for tests of what is concluded and printed.
+#[cfg(test)]
+pub(crate) fn empty_find_max() -> Report {
+    let phase = PhaseResult {
+        hist: new_histogram(),
+        hist_uncorrected: None,
+        series: Vec::new(),
+        totals: Totals::default(),
+        elapsed: std::time::Duration::from_secs(1),
+    };
+    Report::from_phases(&[&phase], Mode::FindMax, 1, 1)
+}
+
 mod errors;
 #[cfg(test)]
 mod tests;

@@ -386,14 +386,7 @@ mod tests {
 
     #[test]
     fn a_repeated_knee_prints_its_interval() {
-        let phase = crate::series::PhaseResult {
-            hist: crate::record::new_histogram(),
-            hist_uncorrected: None,
-            series: Vec::new(),
-            totals: crate::record::Totals::default(),
-            elapsed: std::time::Duration::from_secs(1),
-        };
-        let mut r = Report::from_phases(&[&phase], crate::report::Mode::FindMax, 1, 1);
+        let mut r = crate::report::empty_find_max();
         r.max_rate = Some(22_400.0);
         r.slo = Some("p99<20ms".into());
         assert_eq!(max_rate_line(&r), "22400.0 req/s meets the SLO");

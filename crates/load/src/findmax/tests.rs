@@ -51,21 +51,20 @@ fn searches_stop_when_the_interval_at_97_percent_is_within_the_target() {
 
 #[test]
 fn the_report_says_the_target_whether_it_was_met_and_the_level() {
-    let phase = crate::series::PhaseResult {
-        hist: crate::record::new_histogram(),
-        hist_uncorrected: None,
-        series: Vec::new(),
-        totals: crate::record::Totals::default(),
-        elapsed: std::time::Duration::from_secs(1),
-    };
-    let mut r = Report::from_phases(&[&phase], Mode::FindMax, 1, 1);
+    let mut r = crate::report::empty_find_max();
     let spread = knees(&[15_000.0, 25_000.0, 18_000.0, 22_000.0, 20_000.0]);
     conclude(&mut r, &spread, Some(0.1));
     assert_eq!(r.max_rate, Some(20_000.0));
     assert_eq!(r.max_rate_ci_level, Some(0.97));
     assert_eq!(r.max_rate_precision, Some(0.1));
     assert_eq!(r.max_rate_precision_met, Some(false));
-    let note = precision_note(&r).expect("a target not met is said");
+    let cut = precision_note(&r, true).expect("an interrupted run says so");
+    assert!(
+        cut.contains("the run was interrupted before it got there"),
+        "{cut}"
+    );
+    let note = precision_note(&r, false).expect("a target not met is said");
+    assert!(note.contains("the knee moved between searches"), "{note}");
     assert!(
         note.contains("after 5 searches, short of the ±10.0 % asked"),
         "{note}"
@@ -76,7 +75,7 @@ fn the_report_says_the_target_whether_it_was_met_and_the_level() {
         (r.max_rate_precision, r.max_rate_precision_met),
         (None, None)
     );
-    assert_eq!(precision_note(&r), None);
+    assert_eq!(precision_note(&r, false), None);
 }
 
 #[test]
