@@ -18,18 +18,12 @@ ROUNDS=${ROUNDS:-6}
 RUNS=${RUNS:-5}
 SPIN=${SPIN:-300000000}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-say() { printf '%s\n' "$*" >&2; }
+# shellcheck source=bench/lib/perflab.sh
+. "$ROOT/bench/lib/perflab.sh"
 
 command -v cc >/dev/null 2>&1 || { say "cc is required (apt-get install gcc)"; exit 1; }
 command -v python3 >/dev/null 2>&1 || { say "python3 is required"; exit 1; }
-if [ -n "${PERFLAB:-}" ]; then
-    PL=$PERFLAB
-else
-    say "building perflab (release)"
-    (cd "$ROOT" && cargo build --release -q -p perflab-cli)
-    PL=${CARGO_TARGET_DIR:-$ROOT/target}/release/perflab
-fi
-[ -x "$PL" ] || { say "no perflab binary at $PL"; exit 1; }
+PL=$(perflab_binary) || exit 1
 
 WORK=$(mktemp -d /tmp/counters-overhead.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT INT TERM

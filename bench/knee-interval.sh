@@ -28,19 +28,13 @@ read -r -a STEPS <<< "${STEPS:-2s}"
 EXTRA=()
 [ -n "${PRECISION:-}" ] && EXTRA=(--find-max-precision "$PRECISION")
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-say() { printf '%s\n' "$*" >&2; }
+# shellcheck source=bench/lib/perflab.sh
+. "$ROOT/bench/lib/perflab.sh"
 
 command -v taskset >/dev/null || { say "taskset is required (apt-get install util-linux)"; exit 1; }
 command -v python3 >/dev/null || { say "python3 is required"; exit 1; }
 [ "$(nproc)" -ge 2 ] || { say "needs two CPUs"; exit 1; }
-if [ -n "${PERFLAB:-}" ]; then
-    PL=$PERFLAB
-else
-    say "building perflab (release)"
-    (cd "$ROOT" && cargo build --release -q -p perflab-cli)
-    PL=${CARGO_TARGET_DIR:-$ROOT/target}/release/perflab
-fi
-[ -x "$PL" ] || { say "no perflab binary at $PL"; exit 1; }
+PL=$(perflab_binary) || exit 1
 
 WORK=$(mktemp -d /tmp/knee-interval.XXXXXX)
 if [ -e /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]; then

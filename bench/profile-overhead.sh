@@ -22,17 +22,11 @@ WORKERS=${WORKERS:-1}
 PROFILER=${PROFILER:-perflab}
 EVENT=${EVENT:-auto}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-say() { printf '%s\n' "$*" >&2; }
+# shellcheck source=bench/lib/perflab.sh
+. "$ROOT/bench/lib/perflab.sh"
 
 command -v perf >/dev/null 2>&1 || { say "perf is required (apt-get install linux-perf)"; exit 1; }
-if [ -n "${PERFLAB:-}" ]; then
-    PL=$PERFLAB
-else
-    say "building perflab (release)"
-    (cd "$ROOT" && cargo build --release -q -p perflab-cli)
-    PL=${CARGO_TARGET_DIR:-$ROOT/target}/release/perflab
-fi
-[ -x "$PL" ] || { say "no perflab binary at $PL"; exit 1; }
+PL=$(perflab_binary) || exit 1
 PLP=${PERFLAB_PROFILE:-$PL}
 
 WORK=$(mktemp -d /tmp/profile-overhead.XXXXXX)
