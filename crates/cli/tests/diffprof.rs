@@ -1,6 +1,6 @@
 //! The differential profile and its flame graph (issue 31, item 2) on a real program:
-//! a deterministic C program built twice, variant B doing 10 % more work in one named
-//! function (`planted`, `-DEXTRA=1`), profiled with `[profile] target = "workload"` in
+//! a deterministic C program built twice, variant B doing 10 % more work, all of it in
+//! one named function (`planted`, 12.5 % more there, `-DEXTRA=1`), profiled with `[profile] target = "workload"` in
 //! every repetition. `compare --flamegraph-diff` colours `planted` red, and nothing
 //! but it and the frames that hold it; a config against itself (the same binary)
 //! colours nothing at α = 1 %.
@@ -17,6 +17,10 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
+/// About 1.8 s of CPU a run here. With half of that (and 10 % more work in `planted`,
+/// 8 % in all) a CI run missed the planted cost: +8.8 %, [33, 101] ms at 762 ms, adjusted
+/// p 0.014 against α = 1 % — the spread of a busy machine's CPU time, not of the
+/// samples. Longer runs average more of that short-lived noise per trial.
 const PROGRAM: &str = r#"
 #ifndef EXTRA
 #define EXTRA 0
@@ -33,8 +37,8 @@ __attribute__((noinline)) void planted(unsigned long n) {
     sink += x;
 }
 int main(void) {
-    steady(160000000UL);
-    planted(EXTRA ? 704000000UL : 640000000UL);
+    steady(320000000UL);
+    planted(EXTRA ? 1440000000UL : 1280000000UL);
     return 0;
 }
 "#;
@@ -161,6 +165,7 @@ fn a_planted_cost_is_coloured_red_and_nothing_unrelated() {
         let title = svg
             .find("<title>planted")
             .map(|i| &svg[i..i + svg[i..].find("</title>").unwrap()]);
+        eprintln!("{args:?}: {title:?}");
         assert!(
             more.iter().any(planted),
             "{args:?}: more {more:?}, less {less:?}; {title:?}"

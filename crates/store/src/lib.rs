@@ -103,7 +103,7 @@ impl Store {
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         // WAL keeps readers (`perflab show` in another terminal) off the writer's back;
         // synchronous=NORMAL is durable across process crashes in WAL mode.
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+        set_wal(&conn)?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         schema::migrate(&conn, &path)?;
@@ -118,6 +118,27 @@ impl Store {
     /// The schema version of the open store.
     pub fn schema_version(&self) -> Result<i64> {
         schema::version(&self.conn)
+    }
+}
+
+/// Switches the store to WAL. The switch needs an exclusive lock, and SQLite answers
+/// SQLITE_BUSY at once (no busy handler: it could deadlock) when another opener of a
+/// new store holds a shared lock; so try again, with backoff, for as long as the busy
+/// timeout would have waited. Once a store is in WAL the pragma only reads.
+fn set_wal(conn: &Connection) -> Result<()> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut pause = std::time::Duration::from_millis(1);
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(50));
+            }
+            other => return other.map_err(StoreError::from),
+        }
     }
 }
 
@@ -141,23 +162,33 @@ mod tests {
 
     #[test]
     fn many_processes_creating_one_store_at_once_all_succeed() {
-        // Regression: two openers both ran migration 1 and one failed ("table hosts
-        // already exists"), killing a run whose store a watcher had just created.
+        // Regressions: two openers both ran migration 1 and one failed ("table hosts
+        // already exists"), killing a run whose store a watcher had just created; and
+        // the switch to WAL answered "database is locked" at once in about one race
+        // in thirty (SQLite does not wait on that lock). Forty races make the second
+        // show up nearly every time without `set_wal`'s retry.
         let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("r.db");
-        let handles: Vec<_> = (0..8)
-            .map(|_| {
-                let p = p.clone();
-                std::thread::spawn(move || Store::open(&p).map(|_| ()))
-            })
-            .collect();
-        for h in handles {
-            h.join().unwrap().expect("every concurrent open succeeds");
+        for round in 0..40 {
+            let p = dir.path().join(format!("r{round}.db"));
+            let start = std::sync::Arc::new(std::sync::Barrier::new(8));
+            let handles: Vec<_> = (0..8)
+                .map(|_| {
+                    let (p, start) = (p.clone(), start.clone());
+                    std::thread::spawn(move || {
+                        start.wait();
+                        Store::open(&p).map(|_| ())
+                    })
+                })
+                .collect();
+            for h in handles {
+                let r = h.join().unwrap();
+                assert!(r.is_ok(), "round {round}: a concurrent open failed: {r:?}");
+            }
+            assert_eq!(
+                Store::open(&p).unwrap().schema_version().unwrap(),
+                schema::CURRENT
+            );
         }
-        assert_eq!(
-            Store::open(&p).unwrap().schema_version().unwrap(),
-            schema::CURRENT
-        );
     }
 
     #[test]
