@@ -251,13 +251,20 @@ impl Store {
                 doc.schema_version
             )));
         }
+        // The write lock first (IMMEDIATE: the busy timeout waits for it), then the
+        // uuid check inside it. A deferred transaction that read first would get
+        // SQLITE_BUSY at once, with no wait, once another importer had committed; and
+        // two imports of one run would both pass a check made outside the transaction.
+        let tx = rusqlite::Transaction::new_unchecked(
+            &self.conn,
+            rusqlite::TransactionBehavior::Immediate,
+        )?;
         if let Some(id) = self.run_by_uuid(&doc.run.uuid)? {
             return Err(StoreError::AlreadyImported {
                 id,
                 uuid: doc.run.uuid.clone(),
             });
         }
-        let tx = self.conn.unchecked_transaction()?;
         let known: Option<i64> = tx
             .query_row(
                 "SELECT id FROM hosts WHERE fingerprint = ?1",

@@ -148,6 +148,51 @@ fn importing_the_same_run_twice_is_refused_and_changes_nothing() {
     ));
 }
 
+/// Many `perflab import`s into one store file at once, each its own process's
+/// connection: every distinct run lands, and of several imports of one run exactly one
+/// lands and the others are told it is already there.
+#[test]
+fn concurrent_imports_into_one_store_all_land_once() {
+    let (a, run) = sample_store();
+    let doc = a.export_run(run).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("into.db");
+    drop(Store::open(&path).unwrap());
+    for round in 0..10 {
+        let docs: Vec<RunExport> = (0..6)
+            .map(|i| {
+                let mut d = doc.clone();
+                // Threads 0-2 import one shared run; 3-5 a run each.
+                d.run.uuid = format!("r{round}-{}", if i < 3 { 0 } else { i });
+                d
+            })
+            .collect();
+        let start = std::sync::Arc::new(std::sync::Barrier::new(docs.len()));
+        let handles: Vec<_> = docs
+            .into_iter()
+            .map(|d| {
+                let (path, start) = (path.clone(), start.clone());
+                std::thread::spawn(move || {
+                    let s = Store::open(&path)?;
+                    start.wait();
+                    s.import_run(&d)
+                })
+            })
+            .collect();
+        let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let (shared, own) = results.split_at(3);
+        assert!(own.iter().all(|r| r.is_ok()), "round {round}: {results:?}");
+        let landed = shared.iter().filter(|r| r.is_ok()).count();
+        let refused = shared
+            .iter()
+            .filter(|r| matches!(r, Err(StoreError::AlreadyImported { .. })))
+            .count();
+        assert_eq!((landed, refused), (1, 2), "round {round}: {results:?}");
+    }
+    let s = Store::open(&path).unwrap();
+    assert_eq!(s.runs().unwrap().len(), 40, "10 rounds of 4 distinct runs");
+}
+
 #[test]
 fn a_bad_document_is_rolled_back() {
     let (a, run) = sample_store();
