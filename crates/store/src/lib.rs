@@ -162,11 +162,13 @@ mod tests {
 
     #[test]
     fn many_processes_creating_one_store_at_once_all_succeed() {
+        use std::collections::BTreeSet;
         // Regressions: two openers both ran migration 1 and one failed ("table hosts
         // already exists"), killing a run whose store a watcher had just created; and
         // the switch to WAL answered "database is locked" at once in about one race
-        // in thirty (SQLite does not wait on that lock). Forty races make the second
-        // show up nearly every time without `set_wal`'s retry.
+        // in thirty (SQLite does not wait on that lock); and two runs' first write, a
+        // host new to the store, both inserted it ("UNIQUE constraint failed"). Forty
+        // races make each show up nearly every time without its fix.
         let dir = tempfile::tempdir().unwrap();
         for round in 0..40 {
             let p = dir.path().join(format!("r{round}.db"));
@@ -176,14 +178,18 @@ mod tests {
                     let (p, start) = (p.clone(), start.clone());
                     std::thread::spawn(move || {
                         start.wait();
-                        Store::open(&p).map(|_| ())
+                        // A run's first write: its host, new to the store.
+                        Store::open(&p).and_then(|s| s.upsert_host(&host()))
                     })
                 })
                 .collect();
-            for h in handles {
-                let r = h.join().unwrap();
+            let results: Vec<Result<i64>> =
+                handles.into_iter().map(|h| h.join().unwrap()).collect();
+            for r in &results {
                 assert!(r.is_ok(), "round {round}: a concurrent open failed: {r:?}");
             }
+            let ids: BTreeSet<i64> = results.into_iter().map(Result::unwrap).collect();
+            assert_eq!(ids.len(), 1, "round {round}: one host, one id: {ids:?}");
             assert_eq!(
                 Store::open(&p).unwrap().schema_version().unwrap(),
                 schema::CURRENT

@@ -11,29 +11,19 @@ use crate::{
 };
 
 impl Store {
-    /// Finds or inserts the host and returns its id.
+    /// Finds or inserts the host and returns its id; a known host keeps the newest
+    /// description (kernel, governor, sysctls may have changed). One statement, so two
+    /// runs that start at once on a new host cannot both insert it.
     pub fn upsert_host(&self, host: &HostInfo) -> Result<i64> {
-        let fp = host.fingerprint();
-        if let Some(id) = self
-            .conn
-            .query_row("SELECT id FROM hosts WHERE fingerprint = ?1", [&fp], |r| {
-                r.get(0)
-            })
-            .optional()?
-        {
-            // Keep the newest description (kernel, sysctls may have changed).
-            self.conn.execute(
-                "UPDATE hosts SET info_json = ?2, kernel = ?3, governor = ?4 WHERE id = ?1",
-                params![id, serde_json::to_string(host)?, host.kernel, host.governor],
-            )?;
-            return Ok(id);
-        }
-        self.conn.execute(
+        let id = self.conn.query_row(
             "INSERT INTO hosts (fingerprint, hostname, cpu_model, cores, memory_bytes, kernel,
                 distribution, arch, governor, info_json)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+             ON CONFLICT (fingerprint) DO UPDATE SET info_json = excluded.info_json,
+                kernel = excluded.kernel, governor = excluded.governor
+             RETURNING id",
             params![
-                fp,
+                host.fingerprint(),
                 host.hostname,
                 host.cpu_model,
                 host.cores,
@@ -44,8 +34,9 @@ impl Store {
                 host.governor,
                 serde_json::to_string(host)?
             ],
+            |r| r.get(0),
         )?;
-        Ok(self.conn.last_insert_rowid())
+        Ok(id)
     }
 
     /// Starts a run (status `running`, owned by this process, its first heartbeat
