@@ -47,13 +47,11 @@ impl Together {
         let mut out = Vec::new();
         for slot in self.0.iter_mut() {
             let mut child = slot.take().unwrap();
-            while child.try_wait().unwrap().is_none() {
-                if Instant::now() > end {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    panic!("a perflab started together with others did not finish");
-                }
-                std::thread::sleep(Duration::from_millis(20));
+            let left = end.saturating_duration_since(Instant::now());
+            if !wait_until(left, || child.try_wait().unwrap().is_some()) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("a perflab started together with others did not finish");
             }
             out.push(child.wait_with_output().unwrap());
         }
