@@ -100,7 +100,7 @@ impl Store {
     }
 
     fn from_connection(conn: Connection, path: PathBuf) -> Result<Store> {
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.busy_timeout(BUSY_WAIT)?;
         // WAL keeps readers (`perflab show` in another terminal) off the writer's back;
         // synchronous=NORMAL is durable across process crashes in WAL mode.
         set_wal(&conn)?;
@@ -121,12 +121,15 @@ impl Store {
     }
 }
 
+/// How long a store waits for another process's lock before it gives up.
+const BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Switches the store to WAL. The switch needs an exclusive lock, and SQLite answers
 /// SQLITE_BUSY at once (no busy handler: it could deadlock) when another opener of a
 /// new store holds a shared lock; so try again, with backoff, for as long as the busy
 /// timeout would have waited. Once a store is in WAL the pragma only reads.
 fn set_wal(conn: &Connection) -> Result<()> {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let deadline = std::time::Instant::now() + BUSY_WAIT;
     let mut pause = std::time::Duration::from_millis(1);
     loop {
         match conn.pragma_update(None, "journal_mode", "WAL") {
